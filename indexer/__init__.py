@@ -1,0 +1,1 @@
+"""sessionq indexer: session logs -> Tantivy full-text index + SQLite lineage/event tables."""

@@ -1,0 +1,65 @@
+"""Typed errors of the query family (SPEC §5.6) and of log/record validation.
+
+One root class; each error carries a string ``code`` from the closed set in SPEC.md.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+ABORTED: Final = "SESSION_QUERY_ABORTED"
+CORRUPT_SESSION: Final = "SESSION_QUERY_CORRUPT_SESSION"
+EVENT_NOT_FOUND: Final = "SESSION_QUERY_EVENT_NOT_FOUND"
+INDEX_FAILED: Final = "SESSION_QUERY_INDEX_FAILED"
+INVALID_CONFIG: Final = "SESSION_QUERY_INVALID_CONFIG"
+INVALID_CURSOR: Final = "SESSION_QUERY_INVALID_CURSOR"
+INVALID_FILTER: Final = "SESSION_QUERY_INVALID_FILTER"
+INVALID_LIMIT: Final = "SESSION_QUERY_INVALID_LIMIT"
+INVALID_QUERY: Final = "SESSION_QUERY_INVALID_QUERY"
+INVALID_LINEAGE: Final = "SESSION_QUERY_INVALID_LINEAGE"
+INVALID_SURFACE: Final = "SESSION_QUERY_INVALID_SURFACE"
+INVALID_WINDOW: Final = "SESSION_QUERY_INVALID_WINDOW"
+PERSISTENCE_FAILED: Final = "SESSION_QUERY_PERSISTENCE_FAILED"
+SEARCH_DISABLED: Final = "SESSION_QUERY_SEARCH_DISABLED"
+SESSION_NOT_FOUND: Final = "SESSION_QUERY_SESSION_NOT_FOUND"
+STALE_CURSOR: Final = "SESSION_QUERY_STALE_CURSOR"
+SOURCE_CONFLICT: Final = "SESSION_QUERY_SOURCE_CONFLICT"
+
+
+class SessionqError(Exception):
+    """Root of every error sessionq raises on purpose."""
+
+    code: str = "SESSION_QUERY_TOOL_FAILED"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, {self.code!r})"
+
+
+class SessionQueryError(SessionqError):
+    """A query-service failure (SPEC §5.6); the tool boundary maps it by code."""
+
+
+class LogValidationError(SessionqError):
+    """A session log (file or record batch) breaks a rule of SPEC §1-§2.
+
+    ``message`` names the broken rule; ``line`` is the 1-based physical line of a
+    file when known.
+    """
+
+    code = INVALID_SURFACE
+
+    def __init__(self, message: str, *, line: int | None = None, code: str | None = None) -> None:
+        super().__init__(message, code)
+        self.line = line
+
+
+class RecordRejectedError(SessionqError):
+    """An event-stream record that cannot be applied; it is dead-lettered with this reason."""
+
+    code = "SESSIONQ_RECORD_REJECTED"

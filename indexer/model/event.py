@@ -1,0 +1,49 @@
+"""One session event: its envelope fields plus the exact JSON object it came from."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+SURFACE_ELIGIBLE = frozenset({"user/message", "assistant/message", "tool/result"})
+
+
+def dump_json(obj: Any) -> bytes:
+    """Compact JSON keeping key order; falls back to ``json`` for ints beyond 64 bits."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEvent:
+    """A decoded event. ``obj`` is the whole event object in its original key order.
+
+    ``raw`` is ``obj`` as compact JSON: what the store keeps and ``session_event_read``
+    prints. ``seq``/``time`` are ints once the envelope has been validated.
+    """
+
+    type: str
+    seq: int
+    time: int
+    obj: dict[str, Any]
+    raw: bytes
+
+    @property
+    def data(self) -> Any:
+        return self.obj.get("data")
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any], raw: bytes | None = None) -> SessionEvent:
+        """Wrap an already envelope-checked object (see ``logs.envelope``)."""
+        return cls(
+            type=obj["type"],
+            seq=int(obj["seq"]),
+            time=int(obj["time"]),
+            obj=obj,
+            raw=raw if raw is not None else dump_json(obj),
+        )

@@ -1,0 +1,1 @@
+"""sessionq worker: the five model-facing session-query tools and their transports."""
