@@ -12,11 +12,19 @@ SURFACE_ELIGIBLE = frozenset({"user/message", "assistant/message", "tool/result"
 
 
 def dump_json(obj: Any) -> bytes:
-    """Compact JSON keeping key order; falls back to ``json`` for ints beyond 64 bits."""
+    """Compact JSON keeping key order.
+
+    Falls back to ``json`` for what orjson refuses: integers beyond 64 bits, and lone
+    UTF-16 surrogates (a streamed delta can split a pair), which stay ``\\uXXXX`` escapes.
+    """
     try:
         return orjson.dumps(obj)
     except TypeError:
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return text.encode()
+        except UnicodeEncodeError:
+            return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,7 +125,7 @@ def parse_header(obj: Any, *, expected_id: str | None = None) -> SessionHeader:
     return SessionHeader(
         version=0,
         id=sid,
-        createdAt=int(created),
+        createdAt=int(obj["createdAt"]),
         cwd=cwd,
         parentSession=parent,
         seedLength=int(obj["seedLength"]) if "seedLength" in obj else None,

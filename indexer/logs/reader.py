@@ -1,0 +1,130 @@
+"""Reading one session log file into a validated :class:`SessionLog`.
+
+Order of operations, per line: decode JSON (orjson), then line 1 is the header
+(:func:`parse_header`, checked against the id a root layout implies) and every later
+line is expanded (packed chunk rows) and each resulting event object is checked
+(envelope, then the surface fold step). The first failure rejects the whole file with
+``<path>:<line>: <rule message>``; nothing is repaired (deliberate difference 8).
+
+Per-event work is kept to one ``orjson.loads`` per line, one ``orjson.dumps`` per event
+(the stored ``raw``) and the fold step: no models are built per event.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from indexer.errors import LogValidationError
+from indexer.fold import SurfaceFold
+from indexer.logs.chunks import expand_chunk_row, is_chunk_row
+from indexer.logs.envelope import check_envelope, event_raw
+from indexer.logs.jsonl import iter_lines
+from indexer.logs.roots import implied_session_id
+from indexer.model.event import SessionEvent
+from indexer.model.header import SessionHeader, parse_header
+
+__all__ = ["LogRejectedError", "SessionLog", "parse_line", "read_log"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLog:
+    """A whole, valid session log: its header and its contiguous events from seq 0."""
+
+    path: Path
+    header: SessionHeader
+    events: list[SessionEvent]
+
+
+class LogRejectedError(LogValidationError):
+    """A log file that cannot be read; ``str`` is ``<path>:<line>: <rule>``.
+
+    ``rule`` is the message of the broken rule (SPEC wording where the SPEC has one) and
+    ``line`` the 1-based physical line it was found on.
+    """
+
+    def __init__(self, path: Path, line: int, rule: str, code: str | None = None) -> None:
+        super().__init__(f"{path}:{line}: {rule}", line=line, code=code)
+        self.path = path
+        self.rule = rule
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"number {text} is not a finite double")
+    return value
+
+
+def parse_line(line: bytes) -> Any:
+    """Decode one JSON line as JavaScript's ``JSON.parse`` would, or fail.
+
+    orjson handles everything real logs contain (integers beyond 64 bits become doubles,
+    as in JavaScript). The stdlib decoder is the fallback for the one input JavaScript
+    accepts and orjson refuses: lone surrogate escapes (a stream delta that split a
+    surrogate pair). NaN, Infinity and numbers overflowing a double are rejected
+    (lossless JSON only), as is nesting deeper than either decoder supports.
+    Raises :class:`LogValidationError`.
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return json.loads(line, parse_constant=_reject_constant, parse_float=_finite_float)
+        except (ValueError, RecursionError):
+            raise LogValidationError(f"line is not valid JSON: {exc}") from exc
+
+
+def read_log(path: Path | str, *, expected_id: str | None = None) -> SessionLog:
+    """Read, expand and validate a ``.jsonl`` / ``.jsonl.zstd`` session log.
+
+    ``expected_id`` defaults to the id the root layout implies (``None`` outside it).
+    Raises :class:`LogRejectedError` on the first broken rule; I/O errors propagate.
+    """
+    path = Path(path)
+    if expected_id is None:
+        expected_id = implied_session_id(path)
+    at_line = 1
+    header: SessionHeader | None = None
+    events: list[SessionEvent] = []
+    fold = SurfaceFold()
+    event_at = events.__getitem__
+    try:
+        for line_no, line in iter_lines(path):
+            at_line = line_no
+            if not line.strip(b" \t\r"):
+                raise LogValidationError("blank line inside the log")
+            obj = parse_line(line)
+            if header is None:
+                header = parse_header(obj, expected_id=expected_id)
+                continue
+            if is_chunk_row(obj):
+                for member in expand_chunk_row(obj):
+                    # Expanded members are well-formed by construction: no envelope check.
+                    event = SessionEvent(
+                        type="assistant/chunk",
+                        seq=member["seq"],
+                        time=member["time"],
+                        obj=member,
+                        raw=event_raw(member),
+                    )
+                    fold.step(event, event_at)
+                    events.append(event)
+                continue
+            event = check_envelope(obj, len(events))
+            fold.step(event, event_at)
+            events.append(event)
+    except LogValidationError as exc:
+        raise LogRejectedError(path, exc.line or at_line, exc.message, exc.code) from exc
+    if header is None:
+        raise LogRejectedError(path, 1, "empty or header-less session log")
+    return SessionLog(path=path, header=header, events=events)

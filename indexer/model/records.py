@@ -1,0 +1,77 @@
+"""Event-stream record envelopes (DESIGN.md, topic ``sessionq.events``).
+
+Records are validated with pydantic; the events inside an ``events`` record stay plain
+JSON objects (in their original key order) until the envelope checks of
+``indexer.logs.envelope`` turn them into ``SessionEvent`` values.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from indexer.errors import RecordRejectedError
+
+
+class _Envelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    v: Literal[1]
+
+
+class HeaderRecord(_Envelope):
+    """Declares a session: its immutable header (SPEC §1.1)."""
+
+    kind: Literal["header"]
+    header: dict[str, Any]
+
+
+class EventsRecord(_Envelope):
+    """A contiguous batch of one session's events."""
+
+    kind: Literal["events"]
+    session_id: str
+    events: list[dict[str, Any]] = Field(min_length=1)
+
+
+class LifecycleRecord(_Envelope):
+    """The host has the session open (``live``) or closed it."""
+
+    kind: Literal["lifecycle"]
+    session_id: str
+    live: bool
+
+
+class DeleteRecord(_Envelope):
+    """Remove every trace of a session."""
+
+    kind: Literal["delete"]
+    session_id: str
+
+
+EventStreamRecord = Annotated[
+    HeaderRecord | EventsRecord | LifecycleRecord | DeleteRecord, Field(discriminator="kind")
+]
+_ADAPTER: TypeAdapter[EventStreamRecord] = TypeAdapter(EventStreamRecord)
+
+
+def decode_record(value: bytes | None) -> EventStreamRecord:
+    """Parse one record value; a clear ``RecordRejectedError`` names what is wrong."""
+    if value is None:
+        raise RecordRejectedError("record has no value")
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise RecordRejectedError(f"record value is not JSON: {exc}") from exc
+    try:
+        return _ADAPTER.validate_python(obj)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "record"
+        raise RecordRejectedError(f"invalid record envelope at {where}: {first['msg']}") from exc
+
+
+def encode_record(record: EventStreamRecord) -> bytes:
+    """Compact JSON of a record, key order as declared."""
+    return orjson.dumps(record.model_dump(mode="json"))
