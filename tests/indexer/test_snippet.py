@@ -1,0 +1,117 @@
+"""SPEC §7.8 snippets: the example table verbatim, plus a walk-by-code-point reference."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexer.query.snippet import ELLIPSIS, MATCH_END, MATCH_START, make_snippet
+
+JS_WS = (
+    "\u0009\u000a\u000b\u000c\u000d\u0020\u00a0\u1680\u2000\u2001\u2002\u2003\u2004"
+    "\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def _marked(s: str) -> str:
+    """The table's notation: ``[``/``]`` stand for the markers."""
+    return s.replace("[", MATCH_START).replace("]", MATCH_END)
+
+
+def reference_snippet(marked: str, max_chars: int) -> str:
+    """SPEC §7.8 transcribed literally: a code-point walk, then steps 2-7."""
+    out: list[str] = []
+    match_start: int | None = None
+    for ch in marked:
+        if ch == MATCH_START:
+            if match_start is None:
+                match_start = len(out)
+        elif ch == MATCH_END:
+            pass
+        elif ch in JS_WS:
+            if out and out[-1] != " ":
+                out.append(" ")
+        else:
+            out.append(ch)
+    if out and out[-1] == " ":
+        out.pop()
+    ms = match_start or 0
+    n = len(out)
+    if n <= max_chars:
+        return "".join(out)
+    if max_chars == 1:
+        return ELLIPSIS
+    m = min(ms, n - 1)
+    start = max(0, m - max_chars // 3)
+    prefix = ELLIPSIS if start > 0 else ""
+    suffix = ELLIPSIS
+    content = max_chars - len(prefix) - len(suffix)
+    if content < 1:
+        start = m
+        suffix = ""
+        content = max_chars - len(prefix)
+    elif m >= start + content:
+        start = m - content + 1
+    end = min(n, start + content)
+    if end == n:
+        suffix = ""
+        content = max_chars - len(prefix)
+        start = max(0, end - content)
+    end = min(n, start + content)
+    return prefix + "".join(out[start:end]) + suffix
+
+
+LONG = "We traced the flaky parser test.\n\nThe [needle] was a stale cache entry in the tokenizer."
+
+TABLE = [
+    ("  short\ntext  ", 20, "short text"),
+    ("abcde[f]", 1, "…"),
+    ("abcdefghij", 5, "abcd…"),
+    ("ab[c]defghij", 5, "…bcd…"),
+    ("ab[c]defghij", 3, "…c…"),
+    ("abcde[f]", 2, "…f"),
+    ("abcde[f]", 5, "…cdef"),
+    ("  x—[café]\n y  ", 20, "x—café y"),
+    (LONG, 30, "…test. The needle was a stale…"),
+    (LONG, 12, "…The needle…"),
+    ("[needle] at the very start of a long document text", 20, "needle at the very …"),
+]
+
+
+@pytest.mark.parametrize(("marked", "max_chars", "expected"), TABLE)
+def test_spec_table_rows_are_reproduced_exactly(marked: str, max_chars: int, expected: str) -> None:
+    assert make_snippet(_marked(marked), max_chars) == expected
+    assert reference_snippet(_marked(marked), max_chars) == expected
+
+
+def test_only_js_whitespace_collapses() -> None:
+    # U+0085 and U+001F are whitespace to Python but not to JavaScript; U+FEFF is the reverse.
+    assert make_snippet("a\u0085b\u001fc", 20) == "a\u0085b\u001fc"
+    assert make_snippet("\ufeffa\ufeff\ufeffb\ufeff", 20) == "a b"
+
+
+def test_match_start_after_whitespace_run_and_at_end() -> None:
+    assert make_snippet("a  " + MATCH_START + " b" + MATCH_END, 20) == "a b"
+    assert make_snippet("abcdef " + MATCH_START + MATCH_END, 3) == "…ef"
+    assert make_snippet("   " + MATCH_START + "x" + MATCH_END + "   ", 5) == "x"
+
+
+def test_without_markers_the_window_starts_at_the_beginning() -> None:
+    assert make_snippet("abcdefghij", 5) == "abcd…"
+    assert make_snippet("", 5) == ""
+
+
+MARKERS = (MATCH_START, MATCH_END)
+_ALPHABET = st.sampled_from(
+    [*"ab xé—😀", "\n", "\t", "\u00a0", "\u3000", "\ufeff", "\u0085", "\u001f", *MARKERS]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=_ALPHABET, max_size=60), st.integers(min_value=1, max_value=30))
+def test_matches_the_literal_walk(marked: str, max_chars: int) -> None:
+    got = make_snippet(marked, max_chars)
+    assert got == reference_snippet(marked, max_chars)
+    assert len(got) <= max_chars
+    assert "\n" not in got
