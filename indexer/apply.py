@@ -1,0 +1,276 @@
+"""Record -> store operations. The one place that turns a validated record into rows and
+index documents.
+
+Every ``apply_*`` validates the whole record first and only then writes, so a rejected
+record leaves the store exactly as it was (the batch it belongs to carries on). Writes go
+to the open SQLite transaction and the Tantivy writer; ``checkpoint`` makes them durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from indexer.errors import INVALID_SURFACE, SOURCE_CONFLICT, LogValidationError, RecordRejectedError
+from indexer.extract import extract_text
+from indexer.fold import FoldStep, FoldViolation, SurfaceFold
+from indexer.logs.envelope import check_envelope
+from indexer.model import SessionEvent, SessionHeader, parse_header
+from indexer.model.event import SURFACE_ELIGIBLE
+from indexer.model.records import (
+    DeleteRecord,
+    EventsRecord,
+    EventStreamRecord,
+    HeaderRecord,
+    LifecycleRecord,
+)
+from indexer.store.sqlite_tables import SqliteTables
+from indexer.store.tantivy_index import IndexDoc, TantivyIndex
+from indexer.titles import TitleMalformedError, fold_title
+
+UNKNOWN_SESSION = "SESSIONQ_UNKNOWN_SESSION"
+SEQ_GAP = "SESSIONQ_SEQ_GAP"
+SEQ_CONFLICT = "SESSIONQ_SEQ_CONFLICT"
+INVALID_RECORD = "SESSIONQ_INVALID_RECORD"
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What one record changed (for counters and logs)."""
+
+    kind: str
+    session_id: str
+    events: int = 0
+    documents: int = 0
+    noop: bool = False
+
+
+def title_json(event: SessionEvent) -> str:
+    """The stored title observation: a snapshot, or the reason the title is unreadable."""
+    try:
+        snap = fold_title(event)
+    except TitleMalformedError as exc:
+        return orjson.dumps({"error": exc.message}).decode()
+    return orjson.dumps(
+        {
+            "title": snap.title,
+            "messageSeqs": snap.message_seqs,
+            "source": snap.source,
+            "eventSeq": snap.event_seq,
+            "updatedAt": snap.updated_at,
+        }
+    ).decode()
+
+
+def _decode(raw: bytes) -> SessionEvent:
+    obj: dict[str, Any] = orjson.loads(raw)
+    return SessionEvent.from_obj(obj, raw)
+
+
+class StoreWriter:
+    """Applies event-stream records to the tables and the index (one writer per data dir)."""
+
+    def __init__(self, tables: SqliteTables, index: TantivyIndex) -> None:
+        self.tables = tables
+        self.index = index
+
+    def apply(self, record: EventStreamRecord) -> Applied:
+        """Apply one decoded record; raises ``RecordRejectedError`` and changes nothing."""
+        self.tables.begin()
+        if isinstance(record, HeaderRecord):
+            try:
+                header = parse_header(record.header)
+            except LogValidationError as exc:
+                raise RecordRejectedError(f"invalid header: {exc.message}", INVALID_RECORD) from exc
+            return self.apply_header(header)
+        if isinstance(record, EventsRecord):
+            events: list[SessionEvent] = []
+            for i, obj in enumerate(record.events):
+                try:
+                    events.append(check_envelope(obj, i))
+                except LogValidationError as exc:
+                    raise RecordRejectedError(
+                        f"invalid event at batch index {i}: {exc.message}", INVALID_RECORD
+                    ) from exc
+            return self.apply_events(record.session_id, events)
+        if isinstance(record, LifecycleRecord):
+            return self.set_live(record.session_id, record.live)
+        if isinstance(record, DeleteRecord):
+            return self.delete(record.session_id)
+        raise RecordRejectedError(f"unsupported record {type(record).__name__}", INVALID_RECORD)
+
+    # ---- header, lifecycle, delete ------------------------------------------------------------
+    def apply_header(self, header: SessionHeader) -> Applied:
+        """New session, or a no-op re-delivery; conflicting immutable fields are rejected."""
+        self.tables.begin()
+        state = self.tables.session_state(header.id)
+        if state is not None:
+            stored = SessionHeader.model_validate_json(state.header_json)
+            if not stored.compatible_with(header):
+                raise RecordRejectedError(
+                    f'session source headers conflict for session "{header.id}"', SOURCE_CONFLICT
+                )
+            return Applied("header", header.id, noop=True)
+        self.tables.insert_session(
+            header.id,
+            orjson.dumps(header.to_json()).decode(),
+            header.cwd,
+            header.parent_session,
+            header.created_at,
+        )
+        return Applied("header", header.id)
+
+    def set_live(self, session_id: str, live: bool) -> Applied:
+        self.tables.begin()
+        state = self.tables.session_state(session_id)
+        if state is None:
+            raise RecordRejectedError(f'session "{session_id}" has no header', UNKNOWN_SESSION)
+        if state.live == live:
+            return Applied("lifecycle", session_id, noop=True)
+        self.tables.set_live(session_id, live)
+        return Applied("lifecycle", session_id)
+
+    def delete(self, session_id: str) -> Applied:
+        """Remove every trace: rows, raw JSON, index documents. Deleting nothing is a no-op."""
+        self.tables.begin()
+        if self.tables.session_state(session_id) is None:
+            return Applied("delete", session_id, noop=True)
+        self.tables.delete_session(session_id)
+        self.index.delete_session(session_id)
+        return Applied("delete", session_id)
+
+    # ---- events -------------------------------------------------------------------------------
+    def apply_events(self, session_id: str, events: Sequence[SessionEvent]) -> Applied:
+        """Continue a session's log with a contiguous batch.
+
+        Order: (1) drop an identical re-delivered prefix (a differing one is a conflict);
+        (2) reject a gap and mark the session held; (3) fold every new event on a copy of
+        the stored surface; (4) write rows, shadow marks, links, replacements, title and
+        fold state; (5) upsert index documents for new events and re-classified ones.
+        """
+        self.tables.begin()
+        state = self.tables.session_state(session_id)
+        if state is None:
+            raise RecordRejectedError(f'session "{session_id}" has no header', UNKNOWN_SESSION)
+        new = self._drop_redelivered(session_id, state.next_seq, events)
+        if not new:
+            return Applied("events", session_id, noop=True)
+        if new[0].seq != state.next_seq:
+            reason = f"session event seq {new[0].seq} is not contiguous; expected {state.next_seq}"
+            self.tables.set_held(session_id, reason)
+            raise RecordRejectedError(reason, SEQ_GAP)
+
+        header = SessionHeader.model_validate_json(state.header_json)
+        fold = SurfaceFold(state.surface, state.next_seq)
+        in_batch: dict[int, SessionEvent] = {}
+
+        def event_at(seq: int) -> SessionEvent:
+            if seq in in_batch:
+                return in_batch[seq]
+            row = self.tables.raw_events(session_id, [seq]).get(seq)
+            if row is None:
+                raise LookupError(seq)
+            return _decode(row.raw)
+
+        steps: list[FoldStep] = []
+        for event in new:
+            try:
+                steps.append(fold.step(event, event_at))
+            except FoldViolation as exc:
+                raise RecordRejectedError(
+                    f"invalid session surface at seq {event.seq}: {exc.message}", INVALID_SURFACE
+                ) from exc
+            in_batch[event.seq] = event
+        return self._write(header, new, steps, fold)
+
+    def _drop_redelivered(
+        self, session_id: str, next_seq: int, events: Sequence[SessionEvent]
+    ) -> list[SessionEvent]:
+        overlap = [e for e in events if e.seq < next_seq]
+        if overlap:
+            stored = self.tables.raw_events(session_id, [e.seq for e in overlap])
+            for e in overlap:
+                row = stored.get(e.seq)
+                if row is None or row.raw != e.raw:
+                    raise RecordRejectedError(
+                        f"event seq {e.seq} conflicts with the stored event of session "
+                        f'"{session_id}"',
+                        SEQ_CONFLICT,
+                    )
+        return [e for e in events if e.seq >= next_seq]
+
+    def _write(
+        self,
+        header: SessionHeader,
+        new: Sequence[SessionEvent],
+        steps: Sequence[FoldStep],
+        fold: SurfaceFold,
+    ) -> Applied:
+        sid = header.id
+        surface: dict[int, str] = {}
+        replaced_by: dict[int, int] = {}
+        sources: list[tuple[str, int, int]] = []
+        for event, step in zip(new, steps, strict=True):
+            surface[event.seq] = "current" if event.type in SURFACE_ELIGIBLE else "log-only"
+            if step.sources:
+                sources.extend((sid, s, event.seq) for s in step.sources)
+            if step.kind == "replace":
+                assert step.start is not None and step.end is not None
+                self.tables.insert_replacement(sid, event.seq, step.start, step.end, step.shadowed)
+                for s in step.shadowed:
+                    replaced_by[s] = event.seq
+        for s in replaced_by:
+            if s in surface:
+                surface[s] = "shadowed"
+
+        texts = {e.seq: extract_text(e.type, e.data) for e in new}
+        rows = [
+            (sid, e.seq, e.type, e.time, surface[e.seq], int(bool(texts[e.seq])), e.raw)
+            for e in new
+        ]
+        self.tables.insert_events(rows)
+        for s, by in replaced_by.items():
+            if s in surface:
+                self.tables.mark_shadowed(sid, [s], by)
+        older = sorted(s for s in replaced_by if s not in surface)
+        docs: list[IndexDoc] = []
+        if older:
+            stored = self.tables.raw_events(sid, older)
+            for s in older:
+                self.tables.mark_shadowed(sid, [s], replaced_by[s])
+                row = stored[s]
+                if row.indexed:
+                    ev = _decode(row.raw)
+                    docs.append(self._doc(header, ev, "shadowed", extract_text(ev.type, ev.data)))
+        self.tables.insert_sources(sources)
+
+        last_step = next((e.seq for e in reversed(new) if e.type == "step/start"), None)
+        last_title = next((e for e in reversed(new) if e.type == "session/title"), None)
+        self.tables.update_fold_state(
+            sid,
+            fold.next_seq,
+            fold.nodes,
+            last_step,
+            title_json(last_title) if last_title is not None else None,
+        )
+        docs.extend(self._doc(header, e, surface[e.seq], texts[e.seq]) for e in new if texts[e.seq])
+        if docs:
+            self.index.upsert(docs)
+        return Applied("events", sid, events=len(new), documents=len(docs))
+
+    @staticmethod
+    def _doc(header: SessionHeader, event: SessionEvent, surface: str, text: str) -> IndexDoc:
+        return IndexDoc(
+            session_id=header.id,
+            seq=event.seq,
+            type=event.type,
+            time=event.time,
+            surface=surface,  # type: ignore[arg-type]
+            text=text,
+            cwd=header.cwd,
+            parent=header.parent_session,
+            created_at=header.created_at,
+        )

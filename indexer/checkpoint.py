@@ -1,0 +1,46 @@
+"""The batch commit protocol that keeps Tantivy, SQLite and the consumed offsets in step.
+
+Order of a commit:
+  1. the batch's records have been applied to the Tantivy writer (delete-then-add by doc
+     key) and to the open SQLite transaction (rows);
+  2. Tantivy commit;
+  3. one SQLite transaction holding the rows *and* the consumed offsets commits.
+On any failure the writer is rolled back, the SQLite transaction is rolled back, and the
+caller seeks back to the stored offsets. A crash between 2 and 3 leaves Tantivy ahead of
+SQLite; re-applying the records from the stored offsets is idempotent (upserts by key,
+deletes of what is already gone), so the store converges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from indexer.store.sqlite_tables import SqliteTables
+from indexer.store.tantivy_index import TantivyIndex
+
+
+class Checkpoint:
+    """Commits or aborts the current batch of one data directory."""
+
+    def __init__(self, tables: SqliteTables, index: TantivyIndex) -> None:
+        self.tables = tables
+        self.index = index
+
+    def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
+        """Make the batch durable (steps 2-3 above); aborts and re-raises on failure."""
+        try:
+            # (2) Tantivy first: it can be re-derived from re-applied records.
+            self.index.commit()
+            # (3) rows and offsets in one SQLite transaction.
+            self.tables.begin()
+            if offsets:
+                self.tables.store_offsets(dict(offsets))
+            self.tables.commit()
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Drop everything applied since the last commit."""
+        self.index.rollback()
+        self.tables.rollback()

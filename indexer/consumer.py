@@ -1,0 +1,188 @@
+"""The Kafka indexer: every partition of the events topic -> the store, batch by batch.
+
+Order of one batch: poll records (all partitions) -> decode and apply each record (a
+record that cannot be parsed or applied is queued to the DLQ with its reason and source
+coordinates; its partition keeps flowing) -> when N records or T ms have passed, wait for
+the DLQ acknowledgements, then commit the store with the next offsets (Tantivy, then one
+SQLite transaction holding rows + offsets; see ``indexer.checkpoint``). On a commit
+failure the store is rolled back and the source seeks back to the stored offsets, so
+nothing is lost and nothing is applied twice in effect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from indexer.errors import SessionqError
+from indexer.kafka import EventsSource, InRecord, Producer
+from indexer.model.records import decode_record
+from indexer.settings import IndexerSettings, KafkaSettings
+from indexer.storage import Store
+
+log = logging.getLogger("sessionq.indexer")
+
+
+def dead_letter(record: InRecord, reason: str, code: str) -> bytes:
+    """The DLQ value: why, where it came from, and the original bytes."""
+    return orjson.dumps(
+        {
+            "v": 1,
+            "reason": reason,
+            "code": code,
+            "source": {
+                "topic": record.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "timestamp": record.timestamp_ms,
+            },
+            "key_b64": None if record.key is None else base64.b64encode(record.key).decode(),
+            "value_b64": None if record.value is None else base64.b64encode(record.value).decode(),
+        }
+    )
+
+
+@dataclass(slots=True)
+class IndexerCounters:
+    applied: int = 0
+    noop: int = 0
+    dead_lettered: int = 0
+    commits: int = 0
+    last_commit_ms: float = 0.0
+    lag: dict[int, int] = field(default_factory=dict)
+
+
+class Indexer:
+    """Consumes the events topic into one data directory (the single writer)."""
+
+    def __init__(
+        self,
+        settings: IndexerSettings,
+        kafka: KafkaSettings,
+        *,
+        on_commit: Callable[[IndexerCounters], Awaitable[None] | None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.kafka = kafka
+        self.store = Store(settings.data)
+        self.source = EventsSource(kafka.bootstrap, kafka.events_topic)
+        self.dlq = Producer(kafka.bootstrap, client_id="sessionq-indexer-dlq")
+        self.counters = IndexerCounters()
+        self._offsets: dict[tuple[str, int], int] = {}
+        self._pending_dlq: list[Any] = []
+        self._on_commit = on_commit
+        self._stopping = asyncio.Event()
+
+    async def start(self) -> None:
+        await self.dlq.start()
+        await self.source.start(self.store.offsets())
+
+    async def stop(self) -> None:
+        self._stopping.set()
+
+    async def close(self) -> None:
+        try:
+            await self.source.stop()
+        finally:
+            await self.dlq.stop()
+            self.store.close()
+
+    def apply(self, record: InRecord) -> None:
+        """Apply one record; a bad one is queued for the DLQ instead."""
+        try:
+            applied = self.store.apply(decode_record(record.value))
+        except SessionqError as exc:
+            self._dead_letter(record, exc.message, exc.code)
+        except Exception as exc:  # an unexpected bug must not stop the partition
+            log.exception(
+                "unexpected failure applying %s[%d]@%d",
+                record.topic,
+                record.partition,
+                record.offset,
+            )
+            self._dead_letter(
+                record, f"internal error: {type(exc).__name__}: {exc}", "SESSIONQ_INTERNAL"
+            )
+        else:
+            if applied.noop:
+                self.counters.noop += 1
+            else:
+                self.counters.applied += 1
+        self._offsets[(record.topic, record.partition)] = record.offset + 1
+
+    def _dead_letter(self, record: InRecord, reason: str, code: str) -> None:
+        log.warning(
+            "dead-lettering %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason
+        )
+        self.counters.dead_lettered += 1
+        self._pending_dlq.append((record, reason, code))
+
+    async def commit(self) -> None:
+        """DLQ acknowledgements first, then the store with the consumed offsets."""
+        started = time.perf_counter()
+        if self._pending_dlq:
+            futures = [
+                await self.dlq.enqueue(
+                    self.kafka.dlq_topic, dead_letter(r, reason, code), key=r.key
+                )
+                for r, reason, code in self._pending_dlq
+            ]
+            await asyncio.gather(*futures)
+            self._pending_dlq.clear()
+        if not self._offsets:
+            return
+        try:
+            self.store.commit(self._offsets)
+        except Exception:
+            log.exception("commit failed; seeking back to the stored offsets")
+            self._offsets.clear()
+            await self.source.seek(self.store.offsets())
+            raise
+        self._offsets.clear()
+        self.counters.commits += 1
+        self.counters.last_commit_ms = (time.perf_counter() - started) * 1000
+        if self._on_commit is not None:
+            res = self._on_commit(self.counters)
+            if res is not None:
+                await res
+
+    async def run(self, *, max_records: int | None = None, timeout: float | None = None) -> None:
+        """Consume until stopped; bounded by ``max_records`` / ``timeout`` (seconds) for tests."""
+        seen = 0
+        deadline = None if timeout is None else time.monotonic() + timeout
+        batch_started = time.monotonic()
+        batch_count = 0
+        while not self._stopping.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            if max_records is not None and seen >= max_records:
+                break
+            records = await self.source.poll(
+                timeout_ms=min(50, self.settings.batch_ms),
+                max_records=self.settings.batch_records,
+            )
+            for record in records:
+                self.apply(record)
+            seen += len(records)
+            batch_count += len(records)
+            elapsed_ms = (time.monotonic() - batch_started) * 1000
+            if batch_count and (
+                batch_count >= self.settings.batch_records or elapsed_ms >= self.settings.batch_ms
+            ):
+                await self.commit()
+                batch_count = 0
+                batch_started = time.monotonic()
+            elif not batch_count:
+                batch_started = time.monotonic()
+        await self.commit()
+
+    async def lag(self) -> dict[int, int]:
+        self.counters.lag = await self.source.lag()
+        return self.counters.lag

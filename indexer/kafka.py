@@ -1,0 +1,143 @@
+"""The indexer's only contact with aiokafka: a manually assigned events consumer and a
+dead-letter producer, speaking plain values (topic, partition, offset, key, bytes)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class InRecord:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+class EventsSource:
+    """Every partition of one topic, assigned manually (no group), positioned by the
+    offsets stored with the data."""
+
+    def __init__(self, bootstrap: str, topic: str, *, client_id: str = "sessionq-indexer") -> None:
+        self.topic = topic
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            client_id=client_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+            max_partition_fetch_bytes=8 * 1024 * 1024,
+            fetch_max_bytes=32 * 1024 * 1024,
+        )
+        self.partitions: list[int] = []
+
+    async def start(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        await self._consumer.start()
+        parts = self._consumer.partitions_for_topic(self.topic)
+        if not parts:
+            await self._consumer._client.force_metadata_update()
+            parts = self._consumer.partitions_for_topic(self.topic)
+        if not parts:
+            raise RuntimeError(f'topic "{self.topic}" does not exist')
+        self.partitions = sorted(parts)
+        tps = [TopicPartition(self.topic, p) for p in self.partitions]
+        self._consumer.assign(tps)
+        await self.seek(offsets)
+
+    async def seek(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Position every partition at its stored next offset, or the beginning."""
+        fresh = []
+        for p in self.partitions:
+            tp = TopicPartition(self.topic, p)
+            stored = offsets.get((self.topic, p))
+            if stored is None:
+                fresh.append(tp)
+            else:
+                self._consumer.seek(tp, stored)
+        if fresh:
+            await self._consumer.seek_to_beginning(*fresh)
+
+    async def poll(self, timeout_ms: int, max_records: int) -> list[InRecord]:
+        batches = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        out: list[InRecord] = []
+        for tp, msgs in batches.items():
+            for m in msgs:
+                out.append(
+                    InRecord(
+                        tp.topic,
+                        tp.partition,
+                        m.offset,
+                        m.key,
+                        m.value,
+                        m.timestamp,
+                        tuple((k, v) for k, v in (m.headers or ())),
+                    )
+                )
+        return out
+
+    async def lag(self) -> dict[int, int]:
+        """Records not yet consumed per partition (end offset - position)."""
+        tps = [TopicPartition(self.topic, p) for p in self.partitions]
+        ends = await self._consumer.end_offsets(tps)
+        out = {}
+        for tp in tps:
+            pos = await self._consumer.position(tp)
+            out[tp.partition] = max(0, ends[tp] - pos)
+        return out
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+
+class Producer:
+    """An idempotent (acks=all) producer; ``send`` resolves once the broker acknowledged."""
+
+    def __init__(self, bootstrap: str, *, client_id: str) -> None:
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            client_id=client_id,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=2,
+        )
+
+    async def start(self) -> None:
+        await self._producer.start()
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes,
+        *,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
+        await self._producer.send_and_wait(topic, value, key=key, headers=list(headers) or None)
+
+    async def enqueue(
+        self,
+        topic: str,
+        value: bytes,
+        *,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> asyncio.Future[Any]:
+        """Queue a record; await the returned future for its acknowledgement."""
+        fut: asyncio.Future[Any] = await self._producer.send(
+            topic, value, key=key, headers=list(headers) or None
+        )
+        return fut
+
+    async def flush(self) -> None:
+        await self._producer.flush()
+
+    async def stop(self) -> None:
+        await self._producer.stop()

@@ -1,0 +1,65 @@
+"""Session lineage (SPEC §8.1): ancestors nearest first, descendants as a sorted forest.
+
+Built iteratively with one indexed lookup per visited session, so a 3 000-deep chain
+needs no recursion and a trace never scans the whole corpus.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from indexer.errors import INVALID_LINEAGE, SESSION_NOT_FOUND, SessionQueryError
+from indexer.query.collation import locale_key
+from indexer.query.sessions import RECORD_COLUMNS, get_record, record_from_row
+from indexer.query.types import LineageNode, SessionRecord, SessionTrace
+
+
+def _children(conn: sqlite3.Connection, parent_id: str) -> list[SessionRecord]:
+    rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM sessions WHERE parent = ?", (parent_id,))
+    kids = [record_from_row(h, live) for h, live in rows]
+    kids.sort(key=lambda r: locale_key(r.header.id))
+    kids.sort(key=lambda r: r.header.created_at)
+    return kids
+
+
+def trace_session(conn: sqlite3.Connection, session_id: str) -> SessionTrace:
+    target = get_record(conn, session_id)
+    if target is None:
+        raise SessionQueryError(f'session "{session_id}" not found', SESSION_NOT_FOUND)
+
+    ancestors: list[SessionRecord] = []
+    seen = {session_id}
+    unresolved: str | None = None
+    parent = target.header.parent_session
+    while parent is not None:
+        if parent in seen:
+            raise SessionQueryError(
+                f'session lineage contains a cycle at "{parent}"', INVALID_LINEAGE
+            )
+        seen.add(parent)
+        rec = get_record(conn, parent)
+        if rec is None:
+            unresolved = parent
+            break
+        ancestors.append(rec)
+        parent = rec.header.parent_session
+
+    roots: list[LineageNode] = []
+    stack: list[tuple[str, list[LineageNode]]] = [(session_id, roots)]
+    visited = {session_id}
+    while stack:
+        pid, into = stack.pop()
+        for child in _children(conn, pid):
+            if child.header.id in visited:
+                continue  # a cycle below the target: each session appears once
+            visited.add(child.header.id)
+            node = LineageNode(child, [])
+            into.append(node)
+            stack.append((child.header.id, node.descendants))
+
+    if unresolved is not None:
+        return SessionTrace(
+            target, ancestors, roots, complete=False, unresolved_parent_id=unresolved
+        )
+    root = ancestors[-1] if ancestors else target
+    return SessionTrace(target, ancestors, roots, complete=True, root=root)

@@ -1,0 +1,81 @@
+"""The query-service surface the tools call (SPEC §5-§8, sessionq flavour).
+
+Every method is synchronous and reads one consistent snapshot of the store. Errors are
+``SessionQueryError`` with a code from SPEC §5.6; anything else is a bug and is
+sanitized at the tool boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from indexer.query.types import (
+    EventFilter,
+    EventMetadataFilter,
+    EventRecord,
+    EventSearchPage,
+    EventTrace,
+    EventWindow,
+    SessionFilter,
+    SessionRecord,
+    SessionSearchPage,
+    SessionTrace,
+    TitleObservation,
+)
+
+
+class QueryService(Protocol):
+    def filter_sessions(self, filters: Sequence[SessionFilter]) -> list[SessionRecord]:
+        """SPEC §5.2/§6.1: newest first (createdAt desc, id asc)."""
+        ...
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """The stored record of one session, or None."""
+        ...
+
+    def last_step_start_seq(self, session_id: str) -> int | None:
+        """Seq of the last ``step/start`` event of a session (the current step boundary)."""
+        ...
+
+    def last_seq(self, session_id: str) -> int | None:
+        """Newest applied seq of a session (read-your-writes waits on it)."""
+        ...
+
+    def search_sessions(
+        self,
+        query: str,
+        session_filters: Sequence[SessionFilter],
+        event_filters: Sequence[EventMetadataFilter],
+        *,
+        limit: int,
+        exclude_session_ids: frozenset[str] = frozenset(),
+    ) -> SessionSearchPage:
+        """SPEC §7: ``query`` is normalized here (INVALID_QUERY on blank/NUL)."""
+        ...
+
+    def search_events(
+        self,
+        session_id: str,
+        query: str,
+        filters: Sequence[EventMetadataFilter],
+        *,
+        limit: int,
+    ) -> EventSearchPage:
+        """SPEC §7 within one session; SESSION_NOT_FOUND for an unknown id."""
+        ...
+
+    def list_events(self, session_id: str) -> list[EventRecord]: ...
+
+    def filter_events(self, session_id: str, filters: Sequence[EventFilter]) -> list[EventRecord]:
+        ...
+
+    def trace_session(self, session_id: str) -> SessionTrace: ...
+
+    def trace_event(self, session_id: str, seq: int) -> EventTrace: ...
+
+    def read_event(
+        self, session_id: str, seq: int, *, before: int = 0, after: int = 0
+    ) -> EventWindow: ...
+
+    def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]: ...

@@ -1,0 +1,93 @@
+"""Full-text search over the index, joined with session records (SPEC §7, sessionq flavour).
+
+The query text is normalized here (§7.2) and handed to the index as a literal phrase.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from indexer.errors import INVALID_QUERY, SESSION_NOT_FOUND, SessionQueryError
+from indexer.jstext import js_collapse
+from indexer.query.filters import check_filters
+from indexer.query.sessions import get_records, live_ids
+from indexer.query.types import (
+    AvailabilityFilter,
+    EventMetadataFilter,
+    EventSearchPage,
+    SessionFilter,
+    SessionHit,
+    SessionSearchPage,
+)
+from indexer.store.tantivy_index import TantivyIndex
+
+
+def normalize_query(query: object) -> str:
+    """SPEC §7.2: text, trimmed and collapsed, non-empty, no NUL; U+FDD0/1 -> U+FFFD."""
+    if not isinstance(query, str):
+        raise SessionQueryError("session-search query must be text", INVALID_QUERY)
+    q = js_collapse(query)
+    if not q:
+        raise SessionQueryError(
+            "session-search query must contain non-whitespace text", INVALID_QUERY
+        )
+    if "\0" in q:
+        raise SessionQueryError("session-search query must not contain NUL", INVALID_QUERY)
+    return q.replace("\ufdd0", "\ufffd").replace("\ufdd1", "\ufffd")
+
+
+def search_sessions(
+    conn: sqlite3.Connection,
+    index: TantivyIndex,
+    query: str,
+    session_filters: Sequence[SessionFilter],
+    event_filters: Sequence[EventMetadataFilter],
+    *,
+    limit: int,
+    exclude_session_ids: frozenset[str],
+    snippet_chars: int,
+) -> SessionSearchPage:
+    check_filters(session_filters, event_filters)
+    q = normalize_query(query)
+    needs_live = any(
+        isinstance(f, AvailabilityFilter) and set(f.values) == {"live"} for f in session_filters
+    )
+    hits, more = index.search_sessions(
+        q,
+        session_filters,
+        event_filters,
+        live_ids=live_ids(conn) if needs_live else frozenset(),
+        exclude_session_ids=exclude_session_ids,
+        limit=limit,
+        snippet_chars=snippet_chars,
+    )
+    records = get_records(conn, [h.session_id for h in hits])
+    # A document whose session row is not committed yet (index commits first) is skipped.
+    items = [SessionHit(records[h.session_id], h) for h in hits if h.session_id in records]
+    return SessionSearchPage(items, more)
+
+
+def search_events(
+    conn: sqlite3.Connection,
+    index: TantivyIndex,
+    session_id: str,
+    query: str,
+    filters: Sequence[EventMetadataFilter],
+    *,
+    limit: int,
+    snippet_chars: int,
+) -> EventSearchPage:
+    if not isinstance(session_id, str):
+        raise SessionQueryError(
+            "session-search session id must be text", "SESSION_QUERY_INVALID_FILTER"
+        )
+    check_filters((), filters)
+    q = normalize_query(query)
+    records = get_records(conn, [session_id])
+    if session_id not in records:
+        raise SessionQueryError(f'session "{session_id}" not found', SESSION_NOT_FOUND)
+    hits, more = index.search_events(
+        session_id, q, filters, limit=limit, snippet_chars=snippet_chars
+    )
+    return EventSearchPage(records[session_id].header, hits, more)

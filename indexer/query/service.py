@@ -1,0 +1,163 @@
+"""The store-backed query service the five tools call (``QueryService`` protocol).
+
+Reads only: each thread gets its own read-only SQLite connection (WAL readers never
+block the indexer), and the Tantivy reader reloads to the newest commit before a search.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from indexer.errors import INVALID_CONFIG, SessionQueryError
+from indexer.query import events as event_reads
+from indexer.query import lineage, search, sessions, titles
+from indexer.query.event_filters import apply_event_filters
+from indexer.query.filters import check_filters
+from indexer.query.types import (
+    EventFilter,
+    EventMetadataFilter,
+    EventRecord,
+    EventSearchPage,
+    EventTrace,
+    EventWindow,
+    SessionFilter,
+    SessionRecord,
+    SessionSearchPage,
+    SessionTrace,
+    TextFilter,
+    TitleObservation,
+)
+from indexer.storage import index_path, sqlite_path
+from indexer.store.sqlite_tables import connect
+from indexer.store.tantivy_index import TantivyIndex
+
+
+class StoreQueryService:
+    """Query service over one data directory (SPEC §5-§8)."""
+
+    def __init__(
+        self, data_dir: Path, *, read_window_max: int = 50, snippet_chars: int = 240
+    ) -> None:
+        if (
+            isinstance(read_window_max, bool)
+            or not isinstance(read_window_max, int)
+            or (read_window_max < 0)
+        ):
+            raise SessionQueryError(
+                "session-query: readWindowMax must be a non-negative integer", INVALID_CONFIG
+            )
+        self.data_dir = data_dir
+        self.read_window_max = read_window_max
+        self.snippet_chars = snippet_chars
+        self._sqlite_path = sqlite_path(data_dir)
+        self._local = threading.local()
+        self._index = TantivyIndex(index_path(data_dir), writable=False)
+        self._index_lock = threading.Lock()
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self._sqlite_path, readonly=True)
+            self._local.conn = conn
+        return conn
+
+    def _fresh_index(self) -> TantivyIndex:
+        with self._index_lock:
+            self._index.reload()
+        return self._index
+
+    # ---- sessions ------------------------------------------------------------------------------
+    def filter_sessions(self, filters: Sequence[SessionFilter]) -> list[SessionRecord]:
+        check_filters(filters, ())
+        return sessions.filter_sessions(self._conn, filters)
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        return sessions.get_record(self._conn, session_id)
+
+    def last_step_start_seq(self, session_id: str) -> int | None:
+        row = self._conn.execute(
+            "SELECT last_step_start FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def last_seq(self, session_id: str) -> int | None:
+        row = self._conn.execute(
+            "SELECT next_seq FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return None if row is None else int(row[0]) - 1
+
+    # ---- search --------------------------------------------------------------------------------
+    def search_sessions(
+        self,
+        query: str,
+        session_filters: Sequence[SessionFilter],
+        event_filters: Sequence[EventMetadataFilter],
+        *,
+        limit: int,
+        exclude_session_ids: frozenset[str] = frozenset(),
+    ) -> SessionSearchPage:
+        return search.search_sessions(
+            self._conn,
+            self._fresh_index(),
+            query,
+            session_filters,
+            event_filters,
+            limit=limit,
+            exclude_session_ids=exclude_session_ids,
+            snippet_chars=self.snippet_chars,
+        )
+
+    def search_events(
+        self,
+        session_id: str,
+        query: str,
+        filters: Sequence[EventMetadataFilter],
+        *,
+        limit: int,
+    ) -> EventSearchPage:
+        return search.search_events(
+            self._conn,
+            self._fresh_index(),
+            session_id,
+            query,
+            filters,
+            limit=limit,
+            snippet_chars=self.snippet_chars,
+        )
+
+    # ---- exact reads ---------------------------------------------------------------------------
+    def list_events(self, session_id: str) -> list[EventRecord]:
+        return event_reads.list_events(self._conn, session_id)
+
+    def filter_events(self, session_id: str, filters: Sequence[EventFilter]) -> list[EventRecord]:
+        """Metadata filters over every event of a session; a text clause uses the index."""
+        check_filters((), filters)
+        records = self.list_events(session_id)
+        texts = [f for f in filters if isinstance(f, TextFilter)]
+        return apply_event_filters(self._conn, session_id, records, filters, has_text=bool(texts))
+
+    def trace_session(self, session_id: str) -> SessionTrace:
+        return lineage.trace_session(self._conn, session_id)
+
+    def trace_event(self, session_id: str, seq: int) -> EventTrace:
+        return event_reads.trace_event(self._conn, session_id, seq)
+
+    def read_event(
+        self, session_id: str, seq: int, *, before: int = 0, after: int = 0
+    ) -> EventWindow:
+        return event_reads.read_event(
+            self._conn, session_id, seq, before, after, self.read_window_max
+        )
+
+    def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]:
+        return titles.read_title_snapshots(self._conn, session_ids)
+
+    def close(self) -> None:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

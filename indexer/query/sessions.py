@@ -1,0 +1,110 @@
+"""Session records from the ``sessions`` table and the §6.1 session filters in SQL."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from indexer.model import SessionHeader
+from indexer.query.collation import locale_key
+from indexer.query.types import (
+    AvailabilityFilter,
+    CreatedAtFilter,
+    CwdFilter,
+    IdFilter,
+    ParentFilter,
+    SessionFilter,
+    SessionRecord,
+)
+
+RECORD_COLUMNS = "header, live"
+
+
+def record_from_row(header_json: str, live: int) -> SessionRecord:
+    return SessionRecord(header=SessionHeader.model_validate_json(header_json), live=bool(live))
+
+
+def newest_first(records: Iterable[SessionRecord]) -> list[SessionRecord]:
+    """SPEC §5.2 order: createdAt descending, ties by id with locale-aware comparison."""
+    out = sorted(records, key=lambda r: locale_key(r.header.id))
+    out.sort(key=lambda r: r.header.created_at, reverse=True)
+    return out
+
+
+def _in_clause(column: str, values: Sequence[Any], params: list[Any]) -> str:
+    if not values:
+        return "0"
+    params.extend(values)
+    return f"{column} IN ({','.join('?' * len(values))})"
+
+
+def _nullable_in(column: str, values: Sequence[str | None], params: list[Any]) -> str:
+    present = [v for v in values if v is not None]
+    parts = []
+    if present:
+        parts.append(_in_clause(column, present, params))
+    if any(v is None for v in values):
+        parts.append(f"{column} IS NULL")
+    return "(" + " OR ".join(parts) + ")" if parts else "0"
+
+
+def where_clause(filters: Sequence[SessionFilter]) -> tuple[str, list[Any]]:
+    """Compile session filters (ANDed; list values ORed; empty list matches nothing)."""
+    params: list[Any] = []
+    parts: list[str] = []
+    for f in filters:
+        if isinstance(f, IdFilter):
+            parts.append(_in_clause("id", f.values, params))
+        elif isinstance(f, CwdFilter):
+            parts.append(_nullable_in("cwd", f.values, params))
+        elif isinstance(f, ParentFilter):
+            parts.append(_nullable_in("parent", f.values, params))
+        elif isinstance(f, CreatedAtFilter):
+            if f.from_ is not None:
+                parts.append("created_at >= ?")
+                params.append(f.from_)
+            if f.to is not None:
+                parts.append("created_at <= ?")
+                params.append(f.to)
+        elif isinstance(f, AvailabilityFilter):
+            wanted = set(f.values)
+            if not wanted:
+                parts.append("0")
+            elif wanted == {"live"}:
+                parts.append("live = 1")
+            # "persisted" holds for every stored session.
+    return (" AND ".join(parts) or "1"), params
+
+
+def filter_sessions(
+    conn: sqlite3.Connection, filters: Sequence[SessionFilter]
+) -> list[SessionRecord]:
+    where, params = where_clause(filters)
+    rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM sessions WHERE {where}", params)
+    return newest_first(record_from_row(h, live) for h, live in rows)
+
+
+def get_records(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, SessionRecord]:
+    out: dict[str, SessionRecord] = {}
+    unique = list(dict.fromkeys(ids))
+    for i in range(0, len(unique), 500):
+        chunk = unique[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for h, live in conn.execute(
+            f"SELECT {RECORD_COLUMNS} FROM sessions WHERE id IN ({marks})", chunk
+        ):
+            rec = record_from_row(h, live)
+            out[rec.header.id] = rec
+    return out
+
+
+def get_record(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    return None if row is None else record_from_row(row[0], row[1])
+
+
+def live_ids(conn: sqlite3.Connection) -> frozenset[str]:
+    return frozenset(r[0] for r in conn.execute("SELECT id FROM sessions WHERE live = 1"))

@@ -1,0 +1,50 @@
+"""Title observations (SPEC §4, §5.4): one result per unique id, first-occurrence order."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+import orjson
+
+from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
+from indexer.model import SessionHeader
+from indexer.query.types import TitleObservation, TitleSnapshot
+from indexer.titles import TitleMalformedError
+
+
+def read_title_snapshots(
+    conn: sqlite3.Connection, session_ids: Sequence[str]
+) -> list[TitleObservation]:
+    out: list[TitleObservation] = []
+    for sid in dict.fromkeys(session_ids):
+        row = conn.execute("SELECT header, title FROM sessions WHERE id = ?", (sid,)).fetchone()
+        if row is None:
+            out.append(
+                TitleObservation(
+                    sid, error=SessionQueryError(f'session "{sid}" not found', SESSION_NOT_FOUND)
+                )
+            )
+            continue
+        header = SessionHeader.model_validate_json(row[0])
+        if row[1] is None:
+            out.append(TitleObservation(sid, header=header))
+            continue
+        stored = orjson.loads(row[1])
+        if "error" in stored:
+            out.append(TitleObservation(sid, error=TitleMalformedError(stored["error"])))
+            continue
+        out.append(
+            TitleObservation(
+                sid,
+                header=header,
+                title=TitleSnapshot(
+                    title=stored["title"],
+                    message_seqs=list(stored["messageSeqs"]),
+                    source=dict(stored["source"]),
+                    event_seq=stored["eventSeq"],
+                    updated_at=stored["updatedAt"],
+                ),
+            )
+        )
+    return out

@@ -1,0 +1,78 @@
+"""What a data directory holds, for ``sessionq stats`` and the console."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from indexer.storage import index_path, sqlite_path
+from indexer.store.sqlite_tables import connect
+from indexer.store.tantivy_index import TantivyIndex
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    sessions: int
+    live_sessions: int
+    held_sessions: int
+    events: int
+    documents: int
+    workspaces: int
+    offsets: dict[str, int]
+    sqlite_bytes: int
+    index_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _dir_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += (Path(root) / f).stat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def store_stats(data_dir: Path) -> StoreStats:
+    conn = connect(sqlite_path(data_dir), readonly=True)
+    try:
+        sessions, live, held, workspaces = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(live), 0), COUNT(held), COUNT(DISTINCT cwd)"
+            " FROM sessions"
+        ).fetchone()
+        (events,) = conn.execute("SELECT COUNT(*) FROM events").fetchone()
+        offsets = {
+            f"{t}[{p}]": o
+            for t, p, o in conn.execute(
+                "SELECT topic, partition, next_offset FROM offsets ORDER BY topic, partition"
+            )
+        }
+    finally:
+        conn.close()
+    index = TantivyIndex(index_path(data_dir), writable=False)
+    try:
+        documents = index.num_docs()
+    finally:
+        index.close()
+    sqlite_bytes = sum(
+        p.stat().st_size
+        for p in data_dir.glob(sqlite_path(data_dir).name + "*")
+        if p.is_file()
+    )
+    return StoreStats(
+        sessions=sessions,
+        live_sessions=live,
+        held_sessions=held,
+        events=events,
+        documents=documents,
+        workspaces=workspaces,
+        offsets=offsets,
+        sqlite_bytes=sqlite_bytes,
+        index_bytes=_dir_bytes(index_path(data_dir)),
+    )
