@@ -1,0 +1,127 @@
+"""Tool tests run against a real store; ``Spy`` records (and, where the SPEC scripts the
+service, replaces) individual query-service methods."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.builders import header, plain, user
+from worker.auth import Caller
+from worker.deadline import CancelToken
+from worker.handler import ToolReply, ToolService, ToolServiceConfig
+
+CALLER_HEADER = header("caller", created_at=10)
+CALLER_EVENTS = [
+    plain(0, "turn/start", {"turn": 1}),
+    user(1, "prior needle"),
+    plain(2, "step/start", {"turn": 1, "step": 1}),
+]
+CALLER_SESSION = (CALLER_HEADER, CALLER_EVENTS)
+
+
+class Spy:
+    """A real query service whose calls are recorded; ``scripted`` methods replace real ones."""
+
+    def __init__(self, real: Any, scripted: dict[str, Callable[..., Any]] | None = None) -> None:
+        self.real = real
+        self.scripted = dict(scripted or {})
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        target = self.scripted.get(name) or getattr(self.real, name)
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self.calls.append((name, args, kwargs))
+            return target(*args, **kwargs)
+
+        return method
+
+    def calls_to(self, name: str) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+        return [(a, k) for n, a, k in self.calls if n == name]
+
+
+@dataclass
+class Harness:
+    tools: ToolService
+    spy: Spy
+    caller: Caller | None = field(default_factory=lambda: Caller("caller"))
+
+    async def call(self, tool: str, arguments: Any, **kwargs: Any) -> ToolReply:
+        caller = kwargs.pop("caller", self.caller)
+        return await self.tools.call(tool, arguments, caller, **kwargs)
+
+    def real(self, name: str) -> Callable[..., Any]:
+        return getattr(self.spy.real, name)  # type: ignore[no-any-return]
+
+
+HarnessFactory = Callable[..., Harness]
+
+
+@pytest.fixture
+def make_harness(store_factory: Any) -> HarnessFactory:
+    """``make_harness(sessions, live=("caller",), with_caller=True, config=None, **scripted)``."""
+
+    def make(
+        sessions: Sequence[tuple[dict[str, Any], Sequence[dict[str, Any]]]] = (),
+        *,
+        live: Sequence[str] = ("caller",),
+        with_caller: bool = True,
+        config: ToolServiceConfig | None = None,
+        read_window_max: int = 50,
+        **scripted: Callable[..., Any],
+    ) -> Harness:
+        all_sessions = ([CALLER_SESSION] if with_caller else []) + list(sessions)
+        real = store_factory(all_sessions, live=live, read_window_max=read_window_max)
+        spy = Spy(real, scripted)
+        return Harness(ToolService(spy, config), spy)
+
+    return make
+
+
+class Gate:
+    """Blocks a scripted service method until released (the service 'in flight')."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def hold(self, result: Callable[[], Any]) -> Callable[..., Any]:
+        def method(*_args: Any, **_kwargs: Any) -> Any:
+            self.started.set()
+            assert self.release.wait(10)
+            return result()
+
+        return method
+
+    async def wait_started(self) -> None:
+        for _ in range(1000):
+            if self.started.is_set():
+                return
+            await asyncio.sleep(0.005)
+        raise AssertionError("the scripted call never started")
+
+
+async def cancel_while_in_flight(
+    harness: Harness, gate: Gate, reason: Any, tool: str, arguments: Any
+) -> ToolReply:
+    """Start a call, cancel it while the gated service call runs, then let the service settle."""
+    token = CancelToken()
+    task = asyncio.create_task(harness.call(tool, arguments, token=token))
+    await gate.wait_started()
+    token.cancel(reason)
+    await asyncio.sleep(0.05)
+    assert not task.done(), "the call must wait for the service to settle"
+    gate.release.set()
+    return await task
+
+
+def log_text(caplog: pytest.LogCaptureFixture) -> str:
+    return "\n".join(r.getMessage() for r in caplog.records if r.name == "sessionq.tools")

@@ -1,0 +1,157 @@
+"""The pipeline: one reply per call, in a fixed order, never an exception."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.builders import header, user
+from tests.worker.conftest import Harness, HarnessFactory
+from worker.auth import Caller
+from worker.deadline import CancelToken, Deadline
+from worker.handler import ToolReply
+
+
+def error_of(reply: ToolReply) -> tuple[str, str]:
+    assert reply.error is not None, reply.text
+    return reply.error.code, reply.error.message
+
+
+async def test_expired_deadline_does_no_work(make_harness: HarnessFactory) -> None:
+    h = make_harness()
+    reply = await h.call("session_search", {"query": "q"}, timeout_ms=0)
+    assert error_of(reply) == ("TOOL_TIMEOUT", "tool call timed out after 0ms")
+    past = Deadline.after(1234, start=time.monotonic() - 5)
+    reply = await h.call("session_trace", {}, deadline=past)
+    assert reply.text == "Error: tool call timed out after 1234ms"
+    assert h.spy.calls == []
+
+
+async def test_request_timeout_is_capped_by_the_search_budget(make_harness: HarnessFactory) -> None:
+    h = make_harness()
+    assert h.tools._token("session_search", 10**9, None, None).deadline.budget_ms == 30000  # type: ignore[union-attr]
+    assert h.tools._token("session_trace", 500, None, None).deadline.budget_ms == 500  # type: ignore[union-attr]
+    assert h.tools._token("session_trace", None, None, None).deadline is None
+
+
+async def test_pre_cancelled_call_replies_with_the_raw_reason(make_harness: HarnessFactory) -> None:
+    h = make_harness()
+    token = CancelToken()
+    reason = {"code": "SESSION_QUERY_ABORTED", "message": "host closed", "extra": [1]}
+    token.cancel(reason)
+    reply = await h.call("session_trace", {}, token=token)
+    assert error_of(reply) == ("SESSION_QUERY_ABORTED", "host closed")
+    assert reply.cancel_reason is reason
+    token = CancelToken()
+    token.cancel("stop")
+    reply = await h.call("session_trace", {}, token=token)
+    assert error_of(reply) == ("TOOL_CANCELLED", "tool call was cancelled")
+    assert reply.cancel_reason == "stop"
+    assert h.spy.calls == []
+
+
+async def test_order_arguments_before_caller(make_harness: HarnessFactory) -> None:
+    h = make_harness()
+    reply = await h.call("session_search", {}, caller=None)
+    assert error_of(reply)[0] == "INVALID_ARGS"
+    reply = await h.call("session_search", {"query": "   "}, caller=None)
+    assert error_of(reply)[0] == "SESSION_QUERY_TOOL_MISSING_AGENT"
+
+
+async def test_unknown_tool_and_unknown_caller(make_harness: HarnessFactory) -> None:
+    h = make_harness()
+    reply = await h.call("session_delete", {"session_id": "x"})
+    assert error_of(reply) == ("INVALID_ARGS", "invalid arguments: unknown session query tool")
+    reply = await h.call("session_trace", {}, caller=Caller("nobody"))
+    assert error_of(reply) == ("SESSION_QUERY_SESSION_NOT_FOUND", "session was not found")
+
+
+async def test_success_reply_shape(make_harness: HarnessFactory) -> None:
+    h = make_harness()
+    reply = await h.call("session_trace", {})
+    assert reply.ok and reply.error is None and reply.text == reply.output
+    assert reply.text.startswith("Session caller — untitled\nCreated: 1970-01-01T00:00:00.010Z")
+
+
+async def test_internal_bugs_become_the_generic_failure(
+    make_harness: HarnessFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from worker import render
+
+    def broken(*_args: Any) -> str:
+        raise ZeroDivisionError("renderer bug about hidden-1")
+
+    monkeypatch.setattr(render, "session_trace", broken)
+    reply = await make_harness().call("session_trace", {})
+    assert error_of(reply) == ("SESSION_QUERY_TOOL_FAILED", "session query operation failed")
+
+
+async def test_event_time_outside_the_date_range_is_a_generic_failure(
+    make_harness: HarnessFactory,
+) -> None:
+    """``toISOString`` throws for |t| > 8.64e15; upstream's render would fail the same way."""
+    h = make_harness([(header("far"), [user(0, "far future", time=9_000_000_000_000_000)])])
+    reply = await h.call("session_event_trace", {"session_id": "far", "seq": 0})
+    assert error_of(reply)[0] == "SESSION_QUERY_TOOL_FAILED"
+
+
+json_leaf = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+json_any = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=3),
+    max_leaves=8,
+)
+keys = st.sampled_from([
+    "query", "session_id", "session_ids", "seq", "before", "after", "seq_from", "seq_to",
+    "time_from", "time_to", "created_at_from", "event_time_to", "availability", "surfaces",
+    "event_surfaces", "event_types", "parent_session_ids", "include_root_sessions", "x",
+])
+values = json_any | st.sampled_from([
+    "needle", "caller", "other", "2026-07-24T00:00:00Z", ["live"], ["current"], 0, 1, 2**53, -1,
+])
+arguments = st.dictionaries(keys, values, max_size=6) | json_any
+tools = st.sampled_from([
+    "session_search", "session_event_search", "session_trace", "session_event_trace",
+    "session_event_read", "bogus",
+])
+
+
+@pytest.fixture
+def fuzz_harness(make_harness: HarnessFactory) -> Harness:
+    return make_harness([(header("other"), [user(0, "needle in other")])])
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(tool=tools, args=arguments, who=st.sampled_from([None, "caller", "other", "ghost"]))
+async def test_fuzzing_never_raises(
+    fuzz_harness: Harness, tool: str, args: Any, who: str | None
+) -> None:
+    caller = None if who is None else Caller(who)
+    reply = await fuzz_harness.call(tool, args, caller=caller)
+    assert isinstance(reply, ToolReply)
+    if reply.ok:
+        assert reply.output and not reply.text.startswith("Error: ")
+    else:
+        assert reply.error is not None
+        assert reply.text == f"Error: {reply.error.message}"
+        assert reply.error.code.isupper()
+
+
+@pytest.mark.parametrize("tool", [["session_trace"], None, 3, {"x": 1}])
+async def test_malformed_tool_names_are_invalid_args(
+    make_harness: HarnessFactory, tool: Any
+) -> None:
+    reply = await make_harness().call(tool, {})
+    assert error_of(reply) == ("INVALID_ARGS", "invalid arguments: unknown session query tool")
+
+
+async def test_malformed_caller_is_contained(make_harness: HarnessFactory) -> None:
+    reply = await make_harness().call("session_trace", {}, caller={"session_id": "caller"})
+    assert error_of(reply) == ("SESSION_QUERY_TOOL_FAILED", "session query operation failed")

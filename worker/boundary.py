@@ -1,0 +1,146 @@
+"""The model boundary around every query-service call (SPEC §9.10).
+
+Whatever a service call raises, the model sees only a fixed, table-mapped error:
+service messages can name sessions outside the caller's workspace, so they go to the
+log (logger ``sessionq.tools``) and never into a reply. Cancellation is checked
+before and after each call and wins over the call's own outcome, unlogged.
+
+Service methods are synchronous; ``call`` runs them in a worker thread
+(``asyncio.to_thread``) so the event loop keeps serving cancel records and other
+requests meanwhile. A started call is always awaited to completion: threads cannot be
+interrupted, which is exactly upstream's "wait for the service to settle".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Final, TypeVar
+
+from indexer.errors import SessionQueryError
+from worker.deadline import CancelToken
+from worker.errors import TOOL_FAILED, UNAUTHORIZED, HarnessError, tool_failed, unauthorized
+
+__all__ = ["LOG", "UNPRINTABLE", "call", "diagnostic", "sanitize"]
+
+LOG: Final = logging.getLogger("sessionq.tools")
+UNPRINTABLE: Final = "[unprintable session query failure]"
+CIRCULAR: Final = "[circular error cause]"
+
+# Service code -> (model-visible code, fixed message). Codes mapped to TOOL_FAILED fall
+# through to the generic error.
+SAFE_FAILURES: Final[dict[str, tuple[str, str]]] = {
+    "SESSION_QUERY_ABORTED": ("SESSION_QUERY_ABORTED", "session query was cancelled"),
+    "SESSION_QUERY_CORRUPT_SESSION": (
+        "SESSION_QUERY_CORRUPT_SESSION", "session event history is corrupt"),
+    "SESSION_QUERY_EVENT_NOT_FOUND": (
+        "SESSION_QUERY_EVENT_NOT_FOUND", "session event was not found"),
+    "SESSION_QUERY_INDEX_FAILED": (
+        "SESSION_QUERY_INDEX_FAILED", "session search index is unavailable"),
+    "SESSION_QUERY_INVALID_CONFIG": (TOOL_FAILED, "session query operation failed"),
+    "SESSION_QUERY_INVALID_CURSOR": (
+        "SESSION_QUERY_INVALID_CURSOR", "session search continuation is invalid"),
+    "SESSION_QUERY_INVALID_FILTER": (
+        "SESSION_QUERY_INVALID_FILTER", "session query filters were rejected"),
+    "SESSION_QUERY_INVALID_LIMIT": (
+        "SESSION_QUERY_INVALID_LIMIT", "session query result limit was rejected"),
+    "SESSION_QUERY_INVALID_QUERY": ("SESSION_QUERY_INVALID_QUERY", "session query was rejected"),
+    "SESSION_QUERY_INVALID_LINEAGE": (
+        "SESSION_QUERY_INVALID_LINEAGE", "session lineage is invalid"),
+    "SESSION_QUERY_INVALID_SURFACE": (
+        "SESSION_QUERY_INVALID_SURFACE", "session event history is invalid"),
+    "SESSION_QUERY_INVALID_WINDOW": (
+        "SESSION_QUERY_INVALID_WINDOW", "session event window is invalid"),
+    "SESSION_QUERY_PERSISTENCE_FAILED": (
+        "SESSION_QUERY_PERSISTENCE_FAILED", "session history storage is unavailable"),
+    "SESSION_QUERY_SEARCH_DISABLED": (
+        "SESSION_QUERY_SEARCH_DISABLED", "session search is disabled in this deployment"),
+    "SESSION_QUERY_SESSION_NOT_FOUND": ("SESSION_QUERY_SESSION_NOT_FOUND", "session was not found"),
+    "SESSION_QUERY_STALE_CURSOR": (
+        "SESSION_QUERY_STALE_CURSOR",
+        "session history changed while paging; retry the complete search call",
+    ),
+    "SESSION_QUERY_SOURCE_CONFLICT": (TOOL_FAILED, "session query operation failed"),
+}
+
+# Never swallowed: they steer the interpreter and the event loop, not the service.
+_PASSTHROUGH: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
+
+T = TypeVar("T")
+
+
+def _describe(error: BaseException) -> str:
+    """One exception's own traceback text (its cause chain is rendered by the caller)."""
+    return "".join(
+        traceback.format_exception(type(error), error, error.__traceback__, chain=False)
+    ).rstrip("\n")
+
+
+def _render(error: object) -> str:
+    if not isinstance(error, BaseException):
+        return str(error)
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: object = error
+    while isinstance(current, BaseException) and id(current) not in seen:
+        seen.add(id(current))
+        parts.append(_describe(current))
+        current = current.__cause__
+    if isinstance(current, BaseException):
+        parts.append(CIRCULAR)
+    elif current is not None:
+        parts.append(_render(current))
+    return "\nCaused by: ".join(parts)
+
+
+def diagnostic(error: object) -> str:
+    """Log text of a failure: traceback, then each ``__cause__`` (``Caused by:``).
+
+    A cause cycle ends with ``[circular error cause]``; anything that makes rendering
+    raise (hostile ``__str__``/``__traceback__``/``__cause__``) yields the placeholder.
+    """
+    try:
+        return _render(error)
+    except Exception:  # rendering must never fail the call; the placeholder says why
+        return UNPRINTABLE
+
+
+def sanitize(operation: str, error: object) -> HarnessError:
+    """Log ``error`` and return the model-safe error for it (SPEC §9.10 table).
+
+    Logging and classification run inside one guard: if either raises, the result is
+    the generic ``SESSION_QUERY_TOOL_FAILED``.
+    """
+    text = diagnostic(error)
+    try:
+        LOG.warning("tool-session-query: %s failed: %s", operation, text)
+        if isinstance(error, SessionQueryError):
+            code = error.code
+            mapped = SAFE_FAILURES.get(code) if isinstance(code, str) else None
+            if mapped is not None and mapped[0] != TOOL_FAILED:
+                return HarnessError(mapped[1], mapped[0])
+        if isinstance(error, HarnessError) and error.code == UNAUTHORIZED:
+            return unauthorized()
+    except Exception:  # a hostile error or a failing logger: nothing is known to be safe
+        return tool_failed()
+    return tool_failed()
+
+
+async def call(token: CancelToken, operation: str, fn: Callable[[], T]) -> T:
+    """Run one service call under ``token``; failures come back sanitized.
+
+    Order: abort check; the call (to completion, in a thread); on failure abort check
+    (cancellation wins, unlogged) then ``sanitize``; on success abort check again.
+    """
+    token.check()
+    try:
+        value = await asyncio.to_thread(fn)
+    except _PASSTHROUGH:
+        raise
+    except BaseException as error:  # every service failure is contained here
+        token.check()
+        raise sanitize(operation, error) from None
+    token.check()
+    return value

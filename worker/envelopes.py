@@ -1,0 +1,135 @@
+"""Request/reply envelopes of the tool protocol (DESIGN.md, topic ``sessionq.requests``).
+
+Hosts publish ``request`` and ``cancel`` records keyed by the caller's workspace routing
+key; the worker answers on ``reply_to`` with exactly one ``reply`` per request id.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+
+class _Envelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    v: Literal[1]
+
+
+class CallerRef(BaseModel):
+    """The trusted caller (the host authenticates to Kafka; the model never sets this)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    session_id: str | None = None
+    step_seq: int | None = Field(default=None, ge=0)
+    min_seq: int | None = Field(default=None, ge=0)
+
+
+class ToolRequest(_Envelope):
+    """One tool call. ``arguments`` are the model's, validated by the tool."""
+
+    kind: Literal["request"]
+    id: str = Field(min_length=1)
+    reply_to: str = Field(min_length=1)
+    tool: str
+    arguments: Any = None
+    caller: CallerRef | None = None
+    timeout_ms: int | None = Field(default=None, ge=1)
+
+
+class CancelRequest(_Envelope):
+    """Abort an in-flight request; ``reason`` is echoed back unchanged."""
+
+    kind: Literal["cancel"]
+    id: str = Field(min_length=1)
+    reason: Any = None
+
+
+class ReplyError(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    code: str
+    message: str
+
+
+class Reply(BaseModel):
+    """Exactly one per request id; hosts drop duplicates by ``id``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    v: Literal[1] = 1
+    id: str
+    ok: bool
+    text: str | None = None
+    error: ReplyError | None = None
+    reason: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"v": 1, "id": self.id, "ok": self.ok}
+        if self.ok:
+            out["text"] = self.text
+        else:
+            assert self.error is not None
+            out["error"] = {"code": self.error.code, "message": self.error.message}
+            if self.reason is not None:
+                out["reason"] = self.reason
+        return out
+
+    def encode(self) -> bytes:
+        return orjson.dumps(self.to_json())
+
+
+RequestRecord = Annotated[ToolRequest | CancelRequest, Field(discriminator="kind")]
+_ADAPTER: TypeAdapter[RequestRecord] = TypeAdapter(RequestRecord)
+
+
+class EnvelopeError(ValueError):
+    """A request record that cannot be parsed; it goes to the DLQ with this reason."""
+
+
+class InvalidRequestError(ValueError):
+    """A request that names its id and reply topic but is otherwise invalid: it gets an
+    error reply (``INVALID_ARGS``) instead of a dead letter."""
+
+    def __init__(self, request_id: str, reply_to: str, reason: str) -> None:
+        super().__init__(reason)
+        self.request_id = request_id
+        self.reply_to = reply_to
+        self.reason = reason
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "record"
+    return f"invalid request envelope at {where}: {first['msg']}"
+
+
+def decode_request(value: bytes | None) -> RequestRecord:
+    """Parse a request-topic record.
+
+    Raises ``EnvelopeError`` (dead-letter) when nobody can be answered, and
+    ``InvalidRequestError`` (error reply) when the id and reply topic are usable.
+    """
+    if value is None:
+        raise EnvelopeError("record has no value")
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise EnvelopeError(f"record value is not JSON: {exc}") from exc
+    try:
+        return _ADAPTER.validate_python(obj)
+    except ValidationError as exc:
+        reason = _first_error(exc)
+        if (
+            isinstance(obj, dict)
+            and obj.get("kind") == "request"
+            and isinstance(obj.get("id"), str)
+            and obj["id"]
+            and isinstance(obj.get("reply_to"), str)
+            and obj["reply_to"]
+        ):
+            raise InvalidRequestError(obj["id"], obj["reply_to"], reason) from exc
+        raise EnvelopeError(reason) from exc
+
+
+def decode_reply(value: bytes) -> Reply:
+    return Reply.model_validate_json(value)

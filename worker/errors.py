@@ -1,0 +1,138 @@
+"""Tool-level errors (SPEC §9.4-§9.11, deliberate difference 6).
+
+``HarnessError`` is the root of every error a tool raises on purpose: its code and
+message reach the model verbatim (``Error: <message>``). Service failures never do:
+the boundary (``worker.boundary``) replaces them with a fixed ``HarnessError``.
+At the reply boundary an error becomes a plain ``ToolFailure`` value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from indexer.errors import SessionqError
+
+MISSING_AGENT: Final = "SESSION_QUERY_TOOL_MISSING_AGENT"
+UNAUTHORIZED: Final = "SESSION_QUERY_TOOL_UNAUTHORIZED"
+NO_CURRENT_STEP: Final = "SESSION_QUERY_TOOL_NO_CURRENT_STEP"
+TOOL_FAILED: Final = "SESSION_QUERY_TOOL_FAILED"
+INVALID_ARGS: Final = "INVALID_ARGS"
+TOOL_TIMEOUT: Final = "TOOL_TIMEOUT"
+TOOL_CANCELLED: Final = "TOOL_CANCELLED"
+INVALID_QUERY: Final = "SESSION_QUERY_INVALID_QUERY"
+INVALID_FILTER: Final = "SESSION_QUERY_INVALID_FILTER"
+SESSION_NOT_FOUND: Final = "SESSION_QUERY_SESSION_NOT_FOUND"
+
+UNAUTHORIZED_MESSAGE: Final = "session target is outside the caller workspace"
+TOOL_FAILED_MESSAGE: Final = "session query operation failed"
+CANCELLED_MESSAGE: Final = "tool call was cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFailure:
+    """A failed call as the model sees it: a closed-set ``code`` and its ``message``."""
+
+    code: str
+    message: str
+
+    @property
+    def text(self) -> str:
+        """The single text block of an error result (SPEC §10.6)."""
+        return f"Error: {self.message}"
+
+
+class HarnessError(SessionqError):
+    """A tool-owned failure whose code and message are shown to the model unchanged."""
+
+    code = TOOL_FAILED
+
+    def failure(self) -> ToolFailure:
+        return ToolFailure(self.code, self.message)
+
+
+class InvalidArgsError(HarnessError):
+    """Arguments that violate the tool's JSON schema (the runtime's check upstream)."""
+
+    code = INVALID_ARGS
+
+    def __init__(self, violations: list[str]) -> None:
+        super().__init__(f"invalid arguments: {'; '.join(violations)}")
+        self.violations = violations
+
+
+class ToolAbortError(HarnessError):
+    """The call was cancelled or passed its deadline.
+
+    ``reason`` is the raw cancellation reason (echoed unchanged in the reply); it is
+    ``None`` for a deadline.
+    """
+
+    def __init__(self, failure: ToolFailure, reason: Any = None) -> None:
+        super().__init__(failure.message, failure.code)
+        self.reason = reason
+
+
+def missing_agent() -> HarnessError:
+    return HarnessError("session query tools require an agent-bound caller", MISSING_AGENT)
+
+
+def unauthorized() -> HarnessError:
+    """The fixed workspace refusal; it never names a session (SPEC §9.5)."""
+    return HarnessError(UNAUTHORIZED_MESSAGE, UNAUTHORIZED)
+
+
+def no_workspace() -> HarnessError:
+    return HarnessError(
+        "cross-session search is unavailable because the caller session has no workspace",
+        UNAUTHORIZED,
+    )
+
+
+def no_current_step() -> HarnessError:
+    return HarnessError(
+        "current-session search requires an active step boundary", NO_CURRENT_STEP
+    )
+
+
+def tool_failed() -> HarnessError:
+    """The generic sanitized failure: nothing about the cause reaches the model."""
+    return HarnessError(TOOL_FAILED_MESSAGE, TOOL_FAILED)
+
+
+def invalid_query(message: str) -> HarnessError:
+    return HarnessError(message, INVALID_QUERY)
+
+
+def invalid_filter(message: str) -> HarnessError:
+    return HarnessError(message, INVALID_FILTER)
+
+
+def timeout_failure(budget_ms: int) -> ToolFailure:
+    return ToolFailure(TOOL_TIMEOUT, f"tool call timed out after {budget_ms}ms")
+
+
+def unknown_tool(name: object) -> HarnessError:
+    """A call naming no session-query tool; the name is not echoed (it is host input)."""
+    del name
+    return HarnessError("invalid arguments: unknown session query tool", INVALID_ARGS)
+
+
+def cancellation_failure(reason: Any) -> ToolFailure:
+    """What a cancellation ``reason`` shows the model (deliberate difference 6).
+
+    A reason carrying a string ``code`` and a string ``message`` (a JSON object, or any
+    object with such attributes) yields exactly those; anything else is
+    ``TOOL_CANCELLED``. Hostile reasons (throwing accessors) count as "anything else".
+    """
+    try:
+        if isinstance(reason, dict):
+            code, message = reason.get("code"), reason.get("message")
+        else:
+            code = getattr(reason, "code", None)
+            message = getattr(reason, "message", None)
+        if isinstance(code, str) and isinstance(message, str):
+            return ToolFailure(str.__str__(code), str.__str__(message))
+    except Exception:  # a hostile reason still cancels, with the fixed code
+        return ToolFailure(TOOL_CANCELLED, CANCELLED_MESSAGE)
+    return ToolFailure(TOOL_CANCELLED, CANCELLED_MESSAGE)

@@ -1,0 +1,369 @@
+"""Tool arguments: the JSON schemas, their validation, and the tool-owned rules (SPEC §9.2, §9.6).
+
+Two layers, as upstream has them. (1) Schema validation stands in for the host tool
+runtime (deliberate difference 6): it reproduces that runtime's checker — every
+violation in schema-walk order, ``invalid arguments: <v1>; <v2>``, code
+``INVALID_ARGS``; undeclared properties are accepted (the upstream parameter root is
+an open object) but must, like everything else, be lossless JSON. (2) The §9.6 rules
+belong to the tools and run inside them, in the order of SPEC §9.8, so their messages
+and their precedence over authorization match upstream exactly.
+
+``jsonschema`` is not used: its messages differ, and JavaScript's number model (``3.0``
+is an integer, ``-0``/NaN are not JSON numbers) needs its own checks anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any, Final, cast
+
+from indexer.jstext import js_collapse
+from indexer.query.types import (
+    Availability,
+    AvailabilityFilter,
+    CreatedAtFilter,
+    EventMetadataFilter,
+    IdFilter,
+    SeqFilter,
+    SessionFilter,
+    Surface,
+    SurfaceFilter,
+    TimeFilter,
+    TypeFilter,
+)
+from worker.errors import InvalidArgsError, invalid_filter, invalid_query, unknown_tool
+from worker.jsjson import js_stringify
+from worker.timefmt import compare_timestamps, lower_bound, parse_timestamp, upper_bound
+
+MAX_SAFE_INTEGER: Final = 9007199254740991
+
+Number = int | float
+
+# ---- tool definitions (worker/schemas.json is the conformance file, byte for byte) -------------
+_DEFINITIONS: Final[dict[str, Any]] = json.loads(
+    files("worker").joinpath("schemas.json").read_text(encoding="utf-8")
+)
+PROMPT_TEXT: Final[str] = _DEFINITIONS["prompt_section"]
+TOOL_DEFINITIONS: Final[tuple[dict[str, Any], ...]] = tuple(_DEFINITIONS["tools"])
+TOOL_NAMES: Final[tuple[str, ...]] = tuple(d["name"] for d in TOOL_DEFINITIONS)
+_PARAMETERS: Final[dict[str, dict[str, Any]]] = {
+    d["name"]: d["parameters"] for d in TOOL_DEFINITIONS
+}
+
+
+# ---- schema validation (the runtime's checker) -------------------------------------------------
+def _is_json_number(value: Any) -> bool:
+    """A finite JavaScript number other than -0 (an int too big for a double is Infinity)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            return False
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value) and not (value == 0 and math.copysign(1.0, value) < 0)
+    return False
+
+
+def _is_integer(value: Any) -> bool:
+    return _is_json_number(value) and (isinstance(value, int) or float(value).is_integer())
+
+
+def is_lossless_json(value: Any) -> bool:
+    """Whether ``value`` is plain JSON that JavaScript holds without loss (iterative)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if item is None or isinstance(item, (bool, str)):
+            continue
+        if isinstance(item, (int, float)):
+            if not _is_json_number(item):
+                return False
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            if not all(isinstance(key, str) for key in item):
+                return False
+            pending.extend(item.values())
+        else:
+            return False
+    return True
+
+
+def _shown(path: str) -> str:
+    return "arguments" if path == "" else path
+
+
+def _member(path: str, key: str) -> str:
+    return key if path == "" else f"{path}.{key}"
+
+
+def _violations(node: dict[str, Any], value: Any, path: str) -> list[str]:
+    """Upstream ``checkValue`` for the subset the five schemas use (depth = schema depth)."""
+    kind = node.get("type")
+    if kind == "object":
+        if not isinstance(value, dict):
+            return [f'"{_shown(path)}" must be an object']
+        found = [
+            f'missing required property "{_member(path, key)}"'
+            for key in node.get("required", [])
+            if key not in value
+        ]
+        for key, child in node.get("properties", {}).items():
+            if key in value:
+                found.extend(_violations(child, value[key], _member(path, key)))
+        if found:
+            return found
+        return [] if is_lossless_json(value) else [
+            f'"{_shown(path)}" must be a lossless JSON object'
+        ]
+    if kind == "array":
+        if not isinstance(value, (list, tuple)):
+            return [f'"{_shown(path)}" must be an array']
+        items = node.get("items")
+        found = []
+        if items is not None:
+            for index, entry in enumerate(value):
+                found.extend(_violations(items, entry, f"{path}[{index}]"))
+        if found:
+            return found
+        return [] if is_lossless_json(value) else [
+            f'"{_shown(path)}" must be a dense lossless JSON array'
+        ]
+    if kind == "string":
+        if not isinstance(value, str):
+            return [f'"{_shown(path)}" must be a string']
+        allowed = node.get("enum")
+        if allowed is not None and value not in allowed:
+            return [f'"{_shown(path)}" must be one of {js_stringify(allowed, None)}']
+        return []
+    if kind == "integer":
+        return [] if _is_integer(value) else [f'"{_shown(path)}" must be an integer']
+    if kind == "boolean":
+        return [] if isinstance(value, bool) else [f'"{_shown(path)}" must be a boolean']
+    raise AssertionError(f"schema type {kind!r} is outside the supported subset")
+
+
+def schema_violations(tool: str, arguments: Any) -> list[str]:
+    """Every violation of ``tool``'s parameter schema, in upstream walk order."""
+    return _violations(_PARAMETERS[tool], arguments, "")
+
+
+# ---- typed arguments ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SessionSearchArgs:
+    query: str
+    session_ids: tuple[str, ...] | None = None
+    created_at_from: str | None = None
+    created_at_to: str | None = None
+    parent_session_ids: tuple[str, ...] | None = None
+    include_root_sessions: bool | None = None
+    availability: tuple[Availability, ...] | None = None
+    event_seq_from: Number | None = None
+    event_seq_to: Number | None = None
+    event_time_from: str | None = None
+    event_time_to: str | None = None
+    event_types: tuple[str, ...] | None = None
+    event_surfaces: tuple[Surface, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventSearchArgs:
+    query: str
+    session_id: str | None = None
+    seq_from: Number | None = None
+    seq_to: Number | None = None
+    time_from: str | None = None
+    time_to: str | None = None
+    event_types: tuple[str, ...] | None = None
+    surfaces: tuple[Surface, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTraceArgs:
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventTraceArgs:
+    """``seq`` is already a checked non-negative safe integer (SPEC §9.8: before the caller)."""
+
+    seq: int
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventReadArgs:
+    """``seq``/``before``/``after`` are already checked (SPEC §9.8: before the caller)."""
+
+    seq: int
+    session_id: str | None = None
+    before: int | None = None
+    after: int | None = None
+
+
+ToolArgs = SessionSearchArgs | EventSearchArgs | SessionTraceArgs | EventTraceArgs | EventReadArgs
+
+
+def _strings(raw: dict[str, Any], key: str) -> tuple[Any, ...] | None:
+    value = raw.get(key)
+    return None if value is None else tuple(value)
+
+
+def parse_arguments(tool: str, arguments: Any) -> ToolArgs:
+    """Schema-check ``arguments`` and build the tool's typed arguments.
+
+    For ``session_event_trace``/``session_event_read`` this also applies the integer
+    rules that upstream runs before resolving the caller. Raises ``HarnessError``.
+    """
+    if not isinstance(tool, str) or tool not in _PARAMETERS:
+        raise unknown_tool(tool)
+    violations = schema_violations(tool, arguments)
+    if violations:
+        raise InvalidArgsError(violations)
+    raw = cast(dict[str, Any], arguments)
+    if tool == "session_search":
+        return SessionSearchArgs(
+            query=raw["query"],
+            session_ids=_strings(raw, "session_ids"),
+            created_at_from=raw.get("created_at_from"),
+            created_at_to=raw.get("created_at_to"),
+            parent_session_ids=_strings(raw, "parent_session_ids"),
+            include_root_sessions=raw.get("include_root_sessions"),
+            availability=_strings(raw, "availability"),
+            event_seq_from=raw.get("event_seq_from"),
+            event_seq_to=raw.get("event_seq_to"),
+            event_time_from=raw.get("event_time_from"),
+            event_time_to=raw.get("event_time_to"),
+            event_types=_strings(raw, "event_types"),
+            event_surfaces=_strings(raw, "event_surfaces"),
+        )
+    if tool == "session_event_search":
+        return EventSearchArgs(
+            query=raw["query"],
+            session_id=raw.get("session_id"),
+            seq_from=raw.get("seq_from"),
+            seq_to=raw.get("seq_to"),
+            time_from=raw.get("time_from"),
+            time_to=raw.get("time_to"),
+            event_types=_strings(raw, "event_types"),
+            surfaces=_strings(raw, "surfaces"),
+        )
+    if tool == "session_trace":
+        return SessionTraceArgs(session_id=raw.get("session_id"))
+    seq = non_negative_safe_int("seq", raw["seq"])
+    if tool == "session_event_trace":
+        return EventTraceArgs(seq=seq, session_id=raw.get("session_id"))
+    before = None if raw.get("before") is None else non_negative_safe_int("before", raw["before"])
+    after = None if raw.get("after") is None else non_negative_safe_int("after", raw["after"])
+    return EventReadArgs(seq=seq, session_id=raw.get("session_id"), before=before, after=after)
+
+
+# ---- tool-owned rules (SPEC §9.6) --------------------------------------------------------------
+def normalize_query(value: str) -> str:
+    """Trim and collapse JS whitespace; blank or NUL-bearing queries are rejected."""
+    query = js_collapse(value)
+    if not query:
+        raise invalid_query("session-search query must contain non-whitespace text")
+    if "\0" in query:
+        raise invalid_query("session-search query must not contain NUL")
+    return query
+
+
+def require_values(name: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A supplied list must not be empty (``name`` is the message's name, see the quirk)."""
+    if not values:
+        raise invalid_filter(f"{name} must contain at least one value when supplied")
+    return values
+
+
+def non_negative_safe_int(name: str, value: Number) -> int:
+    """``value`` as an int when it is a non-negative safe integer (bools never are)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not value.is_integer())
+        or not 0 <= value <= MAX_SAFE_INTEGER
+    ):
+        raise invalid_filter(f"{name} must be a non-negative safe integer")
+    return int(value)
+
+
+def sequence_range(
+    from_: Number | None, to: Number | None
+) -> tuple[int | None, int | None]:
+    """Checked inclusive sequence bounds (lower bound first, then upper, then order)."""
+    low = None if from_ is None else non_negative_safe_int("sequence lower bound", from_)
+    high = None if to is None else non_negative_safe_int("sequence upper bound", to)
+    if low is not None and high is not None and low > high:
+        raise invalid_filter("session sequence range from must be less than or equal to to")
+    return low, high
+
+
+def timestamp_range(
+    name: str, from_: str | None, to: str | None
+) -> tuple[Number | None, Number | None] | None:
+    """Service bounds of an ISO range (``name``: ``created_at`` or ``time``); None if absent."""
+    if from_ is None and to is None:
+        return None
+    low = None if from_ is None else parse_timestamp(f"{name}_from", from_)
+    high = None if to is None else parse_timestamp(f"{name}_to", to)
+    if low is not None and high is not None and compare_timestamps(low, high) > 0:
+        raise invalid_filter(f"session {name} range from must be less than or equal to to")
+    return (
+        None if low is None else lower_bound(low),
+        None if high is None else upper_bound(high),
+    )
+
+
+def session_filters(args: SessionSearchArgs) -> list[SessionFilter]:
+    """``id``, ``created-at``, ``availability`` clauses, in this order (no dedup)."""
+    filters: list[SessionFilter] = []
+    if args.session_ids is not None:
+        filters.append(IdFilter(require_values("session_ids", args.session_ids)))
+    created = timestamp_range("created_at", args.created_at_from, args.created_at_to)
+    if created is not None:
+        filters.append(CreatedAtFilter(from_=created[0], to=created[1]))
+    if args.availability is not None:
+        filters.append(AvailabilityFilter(require_values("availability", args.availability)))
+    return filters
+
+
+def parent_session_ids(values: tuple[str, ...] | None) -> list[str] | None:
+    """Requested parent ids, non-empty when supplied, deduplicated in first-seen order."""
+    if values is None:
+        return None
+    require_values("parent_session_ids", values)
+    return list(dict.fromkeys(values))
+
+
+def event_filters(
+    *,
+    seq_from: Number | None,
+    seq_to: Number | None,
+    time_from: str | None,
+    time_to: str | None,
+    event_types: tuple[str, ...] | None,
+    surfaces: tuple[Surface, ...] | None,
+) -> list[EventMetadataFilter]:
+    """``seq`` (when bounded), ``time``, ``type``, ``surface`` clauses, in this order.
+
+    An empty ``surfaces`` list reports the name ``surfaces`` for both tools (quirk).
+    """
+    filters: list[EventMetadataFilter] = []
+    low, high = sequence_range(seq_from, seq_to)
+    if low is not None or high is not None:
+        filters.append(SeqFilter(from_=low, to=high))
+    time = timestamp_range("time", time_from, time_to)
+    if time is not None:
+        filters.append(TimeFilter(from_=time[0], to=time[1]))
+    if event_types is not None:
+        filters.append(TypeFilter(require_values("event_types", event_types)))
+    if surfaces is not None:
+        filters.append(SurfaceFilter(require_values("surfaces", surfaces)))
+    return filters

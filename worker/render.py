@@ -1,0 +1,237 @@
+"""The exact text of every tool result (SPEC §10) and the call cards (SPEC §9.1).
+
+Pure functions of already-authorized data: nothing here decides visibility. Lines are
+joined with ``\\n`` and there is no trailing newline; every time goes through ``iso``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from indexer.extract import extract_text
+from indexer.model import SessionEvent
+from indexer.query.types import (
+    EventHit,
+    EventTrace,
+    EventWindow,
+    SessionHit,
+    SessionRecord,
+)
+from worker.jsjson import js_number, js_stringify
+from worker.timefmt import iso
+
+EMPTY_SESSION_SEARCH: Final = "No prior session matches found."
+EMPTY_EVENT_SEARCH: Final = "No prior event matches found."
+CAP_REACHED: Final = (
+    "Result cap reached. Narrow the query or add filters to find additional matches."
+)
+OUTSIDE_PARENT: Final = "[outside workspace]"
+ANCESTOR_BOUNDARY: Final = "- [outside workspace boundary]"
+HIDDEN_SUBTREE: Final = "[outside workspace subtree]"
+
+
+@dataclass(frozen=True, slots=True)
+class TitleView:
+    """A title as shown: its text, or ``untitled`` plus why the title could not be read."""
+
+    text: str
+    unavailable_code: str | None = None
+
+
+@dataclass(slots=True)
+class VisibleNode:
+    """An authorized descendant; ``None`` in ``children`` marks one hidden subtree."""
+
+    record: SessionRecord
+    children: list[VisibleNode | None] = field(default_factory=list)
+
+
+def title_text(view: TitleView) -> str:
+    if view.unavailable_code is None:
+        return view.text
+    return f"{view.text} (title unavailable: {view.unavailable_code})"
+
+
+def availability_text(record: SessionRecord) -> str:
+    flags = [name for name, on in (("live", record.live), ("persisted", record.persisted)) if on]
+    return ", ".join(flags) or "unavailable"
+
+
+def seq_list(values: Sequence[int]) -> str:
+    return ", ".join(str(v) for v in values) if values else "none"
+
+
+def walk_descendants(
+    nodes: Sequence[VisibleNode | None],
+) -> Iterator[tuple[VisibleNode | None, int]]:
+    """Preorder (node, depth) over a projected forest, iteratively (depth 3000 is normal)."""
+    pending: list[tuple[VisibleNode | None, int]] = [(node, 0) for node in reversed(nodes)]
+    while pending:
+        node, depth = pending.pop()
+        yield node, depth
+        if node is not None:
+            pending.extend((child, depth + 1) for child in reversed(node.children))
+
+
+# ---- session_search (§10.1) --------------------------------------------------------------------
+def session_search(
+    hits: Sequence[SessionHit],
+    capped: bool,
+    titles: dict[str, TitleView],
+    authorized_parents: set[str],
+) -> str:
+    if not hits:
+        return EMPTY_SESSION_SEARCH
+    lines = [f"Session search results ({len(hits)}):"]
+    for index, hit in enumerate(hits, start=1):
+        header, best = hit.record.header, hit.best
+        parent = header.parent_session
+        parent_text = (
+            "root" if parent is None else parent if parent in authorized_parents else OUTSIDE_PARENT
+        )
+        lines += [
+            "",
+            f"{index}. Session {header.id} — {title_text(titles[header.id])}",
+            f"   Created: {iso(header.created_at)}",
+            f"   Parent: {parent_text}",
+            f"   Availability: {availability_text(hit.record)}",
+            f"   Best match: seq {best.seq} | {best.type} | {best.surface} | {iso(best.time)}",
+            f"   Snippet: {best.snippet}",
+        ]
+    if capped:
+        lines += ["", CAP_REACHED]
+    return "\n".join(lines)
+
+
+# ---- session_event_search (§10.2) --------------------------------------------------------------
+def event_search(target_id: str, title: TitleView, hits: Sequence[EventHit], capped: bool) -> str:
+    lines = [f"Session {target_id} — {title_text(title)}", ""]
+    if not hits:
+        lines.append(EMPTY_EVENT_SEARCH)
+        return "\n".join(lines)
+    lines.append(f"Event search results ({len(hits)}):")
+    for index, hit in enumerate(hits, start=1):
+        lines += [
+            f"{index}. seq {hit.seq} | {hit.type} | {hit.surface} | {iso(hit.time)}",
+            f"   Snippet: {hit.snippet}",
+        ]
+    if capped:
+        lines += ["", CAP_REACHED]
+    return "\n".join(lines)
+
+
+# ---- session_trace (§10.3) ---------------------------------------------------------------------
+def _session_line(record: SessionRecord, titles: dict[str, TitleView]) -> str:
+    header = record.header
+    return (
+        f"{header.id} — {title_text(titles[header.id])} | {iso(header.created_at)}"
+        f" | {availability_text(record)}"
+    )
+
+
+def session_trace(
+    target: SessionRecord,
+    ancestors: Sequence[SessionRecord],
+    boundary: bool,
+    descendants: Sequence[VisibleNode | None],
+    titles: dict[str, TitleView],
+) -> str:
+    header = target.header
+    lines = [
+        f"Session {header.id} — {title_text(titles[header.id])}",
+        f"Created: {iso(header.created_at)}",
+        f"Availability: {availability_text(target)}",
+        "",
+        "Ancestors (nearest first):",
+    ]
+    if not ancestors and not boundary:
+        lines.append("- none (target is a root session)")
+    lines += [f"- {_session_line(record, titles)}" for record in ancestors]
+    if boundary:
+        lines.append(ANCESTOR_BOUNDARY)
+    lines += ["", "Descendants:"]
+    if not descendants:
+        lines.append("- none")
+    for node, depth in walk_descendants(descendants):
+        indent = "  " * depth
+        if node is None:
+            lines.append(f"{indent}- {HIDDEN_SUBTREE}")
+        else:
+            lines.append(f"{indent}- {_session_line(node.record, titles)}")
+    return "\n".join(lines)
+
+
+# ---- session_event_trace (§10.4) ---------------------------------------------------------------
+def event_trace(target_id: str, title: TitleView, trace: EventTrace) -> str:
+    target = trace.target
+    replaced_by = "none" if trace.replaced_by is None else str(trace.replaced_by)
+    return "\n".join([
+        f"Session {target_id} — {title_text(title)}",
+        f"Target: seq {target.seq} | {target.type} | {target.surface} | {iso(target.time)}",
+        f"Replaced by: {replaced_by}",
+        f"Replacement chain: {seq_list(trace.replacement_chain)}",
+        f"Events replaced by target: {seq_list(trace.replaced_event_seqs)}",
+        f"Events cited directly as sources: {seq_list(trace.source_event_seqs)}",
+        f"Direct derived events: {seq_list(trace.derived_event_seqs)}",
+    ])
+
+
+# ---- session_event_read (§10.5) ----------------------------------------------------------------
+def neighbor(event: SessionEvent) -> str:
+    """``- seq <seq> | <type> | <iso>`` then the semantic text, each line indented two spaces."""
+    text = extract_text(event.type, event.data)
+    head = f"- seq {event.seq} | {event.type} | {iso(event.time)}"
+    if not text:
+        return f"{head} | (no semantic text)"
+    return head + "\n  " + text.replace("\n", "\n  ")
+
+
+def event_read(target_id: str, title: TitleView, window: EventWindow) -> str:
+    target = window.target
+    lines = [
+        f"Session {target_id} — {title_text(title)}",
+        f"Target event seq {target.seq}:",
+        "```json",
+        js_stringify(target.obj, 2),
+        "```",
+    ]
+    before = [event for event in window.events if event.seq < target.seq]
+    after = [event for event in window.events if event.seq > target.seq]
+    if before:
+        lines += ["", "Before:", *(neighbor(event) for event in before)]
+    if after:
+        lines += ["", "After:", *(neighbor(event) for event in after)]
+    return "\n".join(lines)
+
+
+# ---- call cards (§9.1) -------------------------------------------------------------------------
+def call_card(tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
+    """The host's pending-call presentation for already schema-valid ``args``."""
+    if tool == "session_search":
+        return {"card": "generic", "kind": "search", "title": "Search prior sessions",
+                "rawInput": args["query"]}
+    if tool == "session_event_search":
+        return {"card": "generic", "kind": "search", "title": "Search session events",
+                "rawInput": args["query"]}
+    if tool == "session_trace":
+        session_id = args.get("session_id")
+        if session_id is None:
+            return {"card": "generic", "kind": "read", "title": "Trace current session"}
+        return {"card": "generic", "kind": "read", "title": f"Trace session {session_id}",
+                "rawInput": session_id}
+    if tool in ("session_event_trace", "session_event_read"):
+        action = "Trace event" if tool == "session_event_trace" else "Read event"
+        raw: dict[str, Any] = {}
+        if args.get("session_id") is not None:
+            raw["session_id"] = args["session_id"]
+        raw["seq"] = args["seq"]
+        return {"card": "generic", "kind": "read", "title": f"{action} {js_seq(args['seq'])}",
+                "rawInput": raw}
+    return None
+
+
+def js_seq(value: Any) -> str:
+    """A seq as JavaScript interpolates a number (``3.0`` prints ``3``)."""
+    return js_number(value) if isinstance(value, (int, float)) else str(value)
