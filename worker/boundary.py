@@ -34,29 +34,51 @@ CIRCULAR: Final = "[circular error cause]"
 SAFE_FAILURES: Final[dict[str, tuple[str, str]]] = {
     "SESSION_QUERY_ABORTED": ("SESSION_QUERY_ABORTED", "session query was cancelled"),
     "SESSION_QUERY_CORRUPT_SESSION": (
-        "SESSION_QUERY_CORRUPT_SESSION", "session event history is corrupt"),
+        "SESSION_QUERY_CORRUPT_SESSION",
+        "session event history is corrupt",
+    ),
     "SESSION_QUERY_EVENT_NOT_FOUND": (
-        "SESSION_QUERY_EVENT_NOT_FOUND", "session event was not found"),
+        "SESSION_QUERY_EVENT_NOT_FOUND",
+        "session event was not found",
+    ),
     "SESSION_QUERY_INDEX_FAILED": (
-        "SESSION_QUERY_INDEX_FAILED", "session search index is unavailable"),
+        "SESSION_QUERY_INDEX_FAILED",
+        "session search index is unavailable",
+    ),
     "SESSION_QUERY_INVALID_CONFIG": (TOOL_FAILED, "session query operation failed"),
     "SESSION_QUERY_INVALID_CURSOR": (
-        "SESSION_QUERY_INVALID_CURSOR", "session search continuation is invalid"),
+        "SESSION_QUERY_INVALID_CURSOR",
+        "session search continuation is invalid",
+    ),
     "SESSION_QUERY_INVALID_FILTER": (
-        "SESSION_QUERY_INVALID_FILTER", "session query filters were rejected"),
+        "SESSION_QUERY_INVALID_FILTER",
+        "session query filters were rejected",
+    ),
     "SESSION_QUERY_INVALID_LIMIT": (
-        "SESSION_QUERY_INVALID_LIMIT", "session query result limit was rejected"),
+        "SESSION_QUERY_INVALID_LIMIT",
+        "session query result limit was rejected",
+    ),
     "SESSION_QUERY_INVALID_QUERY": ("SESSION_QUERY_INVALID_QUERY", "session query was rejected"),
     "SESSION_QUERY_INVALID_LINEAGE": (
-        "SESSION_QUERY_INVALID_LINEAGE", "session lineage is invalid"),
+        "SESSION_QUERY_INVALID_LINEAGE",
+        "session lineage is invalid",
+    ),
     "SESSION_QUERY_INVALID_SURFACE": (
-        "SESSION_QUERY_INVALID_SURFACE", "session event history is invalid"),
+        "SESSION_QUERY_INVALID_SURFACE",
+        "session event history is invalid",
+    ),
     "SESSION_QUERY_INVALID_WINDOW": (
-        "SESSION_QUERY_INVALID_WINDOW", "session event window is invalid"),
+        "SESSION_QUERY_INVALID_WINDOW",
+        "session event window is invalid",
+    ),
     "SESSION_QUERY_PERSISTENCE_FAILED": (
-        "SESSION_QUERY_PERSISTENCE_FAILED", "session history storage is unavailable"),
+        "SESSION_QUERY_PERSISTENCE_FAILED",
+        "session history storage is unavailable",
+    ),
     "SESSION_QUERY_SEARCH_DISABLED": (
-        "SESSION_QUERY_SEARCH_DISABLED", "session search is disabled in this deployment"),
+        "SESSION_QUERY_SEARCH_DISABLED",
+        "session search is disabled in this deployment",
+    ),
     "SESSION_QUERY_SESSION_NOT_FOUND": ("SESSION_QUERY_SESSION_NOT_FOUND", "session was not found"),
     "SESSION_QUERY_STALE_CURSOR": (
         "SESSION_QUERY_STALE_CURSOR",

@@ -84,6 +84,101 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- call / manifest ---------------------------------------------------------------------------
+def _print_reply(
+    args: argparse.Namespace,
+    request_id: str,
+    ok: bool,
+    text: str,
+    envelope: dict[str, object],
+    code: str | None,
+    message: str | None,
+) -> int:
+    if args.json:
+        sys.stdout.write(orjson.dumps(envelope).decode() + "\n")
+        return EXIT_OK
+    if ok:
+        sys.stdout.write(text)
+        if sys.stdout.isatty():
+            sys.stdout.write("\n")
+        return EXIT_OK
+    print(f"{code}: {message}", file=sys.stderr)
+    return EXIT_TOOL_ERROR
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    import asyncio
+    import uuid
+
+    try:
+        arguments = orjson.loads(args.arguments)
+    except orjson.JSONDecodeError as exc:
+        print(f"sessionq call: ARGS is not JSON: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    request_id = str(uuid.uuid4())
+    if args.bootstrap:
+        from worker.client import call_once
+
+        reply = asyncio.run(
+            call_once(
+                args.bootstrap,
+                args.tool,
+                arguments,
+                session_id=args.caller,
+                step_seq=args.step_seq,
+                timeout_ms=args.timeout_ms,
+                request_id=request_id,
+            )
+        )
+    else:
+        if args.data is None:
+            print("sessionq call: give --data DIR or --bootstrap HOST:PORT", file=sys.stderr)
+            return EXIT_USAGE
+        from indexer.query.service import StoreQueryService
+        from worker.envelopes import reply_for
+        from worker.handler import Caller, ToolService
+
+        service = StoreQueryService(args.data)
+        try:
+            result = asyncio.run(
+                ToolService(service).call(
+                    args.tool,
+                    arguments,
+                    Caller(args.caller, args.step_seq),
+                    timeout_ms=args.timeout_ms,
+                )
+            )
+        finally:
+            service.close()
+        reply = reply_for(request_id, result)
+    return _print_reply(
+        args,
+        request_id,
+        reply.ok,
+        reply.text or "",
+        reply.to_json(),
+        reply.error.code if reply.error else None,
+        reply.error.message if reply.error else None,
+    )
+
+
+def cmd_manifest(args: argparse.Namespace) -> int:
+    from worker.handler import manifest_json
+
+    sys.stdout.write(manifest_json() + "\n")
+    return EXIT_OK
+
+
+def _nonneg_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {n}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sessionq", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +193,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_stats)
 
+    p = sub.add_parser("call", help="call one tool as a caller session")
+    p.add_argument("tool", help="session_search, session_event_search, session_trace, ...")
+    p.add_argument("arguments", help="the tool arguments as a JSON object")
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=Path(env("data")) if env("data") else None,
+        help="data directory (SESSIONQ_DATA)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        default=env("bootstrap"),
+        help="call through Kafka instead (SESSIONQ_BOOTSTRAP)",
+    )
+    p.add_argument("--caller", required=True, help="the trusted caller session id")
+    p.add_argument(
+        "--step-seq", type=_nonneg_int, default=None, help="seq of the caller's current step/start"
+    )
+    p.add_argument("--timeout-ms", type=_nonneg_int, default=None, help="call deadline")
+    p.add_argument("--json", action="store_true", help="print the reply envelope")
+    p.set_defaults(handler=cmd_call)
+
+    p = sub.add_parser("manifest", help="print the prompt section and tool definitions")
+    p.set_defaults(handler=cmd_manifest)
     return parser
 
 

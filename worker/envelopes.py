@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from worker.handler import ToolReply
+
 
 class _Envelope(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -133,3 +135,19 @@ def decode_request(value: bytes | None) -> RequestRecord:
 
 def decode_reply(value: bytes) -> Reply:
     return Reply.model_validate_json(value)
+
+
+def reply_for(request_id: str, result: ToolReply) -> Reply:
+    """The reply envelope of one tool outcome (a cancel's raw reason rides along)."""
+    if result.error is None:
+        return Reply(id=request_id, ok=True, text=result.output or "")
+    return Reply(
+        id=request_id,
+        ok=False,
+        error=ReplyError(code=result.error.code, message=result.error.message),
+        reason=result.cancel_reason,
+    )
+
+
+def error_reply(request_id: str, code: str, message: str) -> Reply:
+    return Reply(id=request_id, ok=False, error=ReplyError(code=code, message=message))

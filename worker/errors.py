@@ -90,9 +90,7 @@ def no_workspace() -> HarnessError:
 
 
 def no_current_step() -> HarnessError:
-    return HarnessError(
-        "current-session search requires an active step boundary", NO_CURRENT_STEP
-    )
+    return HarnessError("current-session search requires an active step boundary", NO_CURRENT_STEP)
 
 
 def tool_failed() -> HarnessError:

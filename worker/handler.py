@@ -98,6 +98,41 @@ class ToolReply:
         return self.output or ""
 
 
+def _budget_ms(config: ToolServiceConfig, tool: object) -> int | None:
+    """The tool's own timeout: ``searchTimeoutMs`` for the two search tools, else none."""
+    is_search = isinstance(tool, str) and tool in SEARCH_TOOLS
+    return config.search_timeout_ms if is_search else None
+
+
+def manifest(config: ToolServiceConfig | None = None) -> dict[str, Any]:
+    """The prompt section and the five tool definitions, in registration order."""
+    cfg = config if config is not None else ToolServiceConfig()
+    tools = [
+        {
+            "name": definition["name"],
+            "description": definition["description"],
+            "parameters": definition["parameters"],
+            "execution_mode": "exclusive" if definition["name"] in SEARCH_TOOLS else "parallel",
+            "timeout_ms": _budget_ms(cfg, definition["name"]),
+        }
+        for definition in TOOL_DEFINITIONS
+    ]
+    return {
+        "prompt_section": {
+            "name": PROMPT_SECTION_NAME,
+            "order": PROMPT_SECTION_ORDER,
+            "text": PROMPT_TEXT,
+        },
+        "tools": tools,
+    }
+
+
+def manifest_json(config: ToolServiceConfig | None = None) -> str:
+    """``manifest()`` as 2-space JSON, byte-stable for a given configuration (hosts cache
+    the prompt prefix)."""
+    return js_stringify(manifest(config), 2)
+
+
 class ToolService:
     """The five session-query tools over one ``QueryService``."""
 
@@ -107,34 +142,13 @@ class ToolService:
 
     # ---- registration -------------------------------------------------------------------------
     def budget_ms(self, tool: str) -> int | None:
-        """The tool's own timeout: ``searchTimeoutMs`` for the two search tools, else none."""
-        is_search = isinstance(tool, str) and tool in SEARCH_TOOLS
-        return self.config.search_timeout_ms if is_search else None
+        return _budget_ms(self.config, tool)
 
     def manifest(self) -> dict[str, Any]:
-        """The prompt section and the five tool definitions, in registration order."""
-        tools = [
-            {
-                "name": definition["name"],
-                "description": definition["description"],
-                "parameters": definition["parameters"],
-                "execution_mode": "exclusive" if definition["name"] in SEARCH_TOOLS else "parallel",
-                "timeout_ms": self.budget_ms(definition["name"]),
-            }
-            for definition in TOOL_DEFINITIONS
-        ]
-        return {
-            "prompt_section": {
-                "name": PROMPT_SECTION_NAME,
-                "order": PROMPT_SECTION_ORDER,
-                "text": PROMPT_TEXT,
-            },
-            "tools": tools,
-        }
+        return manifest(self.config)
 
     def manifest_json(self) -> str:
-        """``manifest()`` as 2-space JSON, byte-stable for a given configuration."""
-        return js_stringify(self.manifest(), 2)
+        return manifest_json(self.config)
 
     # ---- execution ----------------------------------------------------------------------------
     def _token(

@@ -119,9 +119,9 @@ def _violations(node: dict[str, Any], value: Any, path: str) -> list[str]:
                 found.extend(_violations(child, value[key], _member(path, key)))
         if found:
             return found
-        return [] if is_lossless_json(value) else [
-            f'"{_shown(path)}" must be a lossless JSON object'
-        ]
+        return (
+            [] if is_lossless_json(value) else [f'"{_shown(path)}" must be a lossless JSON object']
+        )
     if kind == "array":
         if not isinstance(value, (list, tuple)):
             return [f'"{_shown(path)}" must be an array']
@@ -132,9 +132,11 @@ def _violations(node: dict[str, Any], value: Any, path: str) -> list[str]:
                 found.extend(_violations(items, entry, f"{path}[{index}]"))
         if found:
             return found
-        return [] if is_lossless_json(value) else [
-            f'"{_shown(path)}" must be a dense lossless JSON array'
-        ]
+        return (
+            []
+            if is_lossless_json(value)
+            else [f'"{_shown(path)}" must be a dense lossless JSON array']
+        )
     if kind == "string":
         if not isinstance(value, str):
             return [f'"{_shown(path)}" must be a string']
@@ -294,9 +296,7 @@ def non_negative_safe_int(name: str, value: Number) -> int:
     return int(value)
 
 
-def sequence_range(
-    from_: Number | None, to: Number | None
-) -> tuple[int | None, int | None]:
+def sequence_range(from_: Number | None, to: Number | None) -> tuple[int | None, int | None]:
     """Checked inclusive sequence bounds (lower bound first, then upper, then order)."""
     low = None if from_ is None else non_negative_safe_int("sequence lower bound", from_)
     high = None if to is None else non_negative_safe_int("sequence upper bound", to)

@@ -167,15 +167,17 @@ def session_trace(
 def event_trace(target_id: str, title: TitleView, trace: EventTrace) -> str:
     target = trace.target
     replaced_by = "none" if trace.replaced_by is None else str(trace.replaced_by)
-    return "\n".join([
-        f"Session {target_id} — {title_text(title)}",
-        f"Target: seq {target.seq} | {target.type} | {target.surface} | {iso(target.time)}",
-        f"Replaced by: {replaced_by}",
-        f"Replacement chain: {seq_list(trace.replacement_chain)}",
-        f"Events replaced by target: {seq_list(trace.replaced_event_seqs)}",
-        f"Events cited directly as sources: {seq_list(trace.source_event_seqs)}",
-        f"Direct derived events: {seq_list(trace.derived_event_seqs)}",
-    ])
+    return "\n".join(
+        [
+            f"Session {target_id} — {title_text(title)}",
+            f"Target: seq {target.seq} | {target.type} | {target.surface} | {iso(target.time)}",
+            f"Replaced by: {replaced_by}",
+            f"Replacement chain: {seq_list(trace.replacement_chain)}",
+            f"Events replaced by target: {seq_list(trace.replaced_event_seqs)}",
+            f"Events cited directly as sources: {seq_list(trace.source_event_seqs)}",
+            f"Direct derived events: {seq_list(trace.derived_event_seqs)}",
+        ]
+    )
 
 
 # ---- session_event_read (§10.5) ----------------------------------------------------------------
@@ -210,25 +212,41 @@ def event_read(target_id: str, title: TitleView, window: EventWindow) -> str:
 def call_card(tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
     """The host's pending-call presentation for already schema-valid ``args``."""
     if tool == "session_search":
-        return {"card": "generic", "kind": "search", "title": "Search prior sessions",
-                "rawInput": args["query"]}
+        return {
+            "card": "generic",
+            "kind": "search",
+            "title": "Search prior sessions",
+            "rawInput": args["query"],
+        }
     if tool == "session_event_search":
-        return {"card": "generic", "kind": "search", "title": "Search session events",
-                "rawInput": args["query"]}
+        return {
+            "card": "generic",
+            "kind": "search",
+            "title": "Search session events",
+            "rawInput": args["query"],
+        }
     if tool == "session_trace":
         session_id = args.get("session_id")
         if session_id is None:
             return {"card": "generic", "kind": "read", "title": "Trace current session"}
-        return {"card": "generic", "kind": "read", "title": f"Trace session {session_id}",
-                "rawInput": session_id}
+        return {
+            "card": "generic",
+            "kind": "read",
+            "title": f"Trace session {session_id}",
+            "rawInput": session_id,
+        }
     if tool in ("session_event_trace", "session_event_read"):
         action = "Trace event" if tool == "session_event_trace" else "Read event"
         raw: dict[str, Any] = {}
         if args.get("session_id") is not None:
             raw["session_id"] = args["session_id"]
         raw["seq"] = args["seq"]
-        return {"card": "generic", "kind": "read", "title": f"{action} {js_seq(args['seq'])}",
-                "rawInput": raw}
+        return {
+            "card": "generic",
+            "kind": "read",
+            "title": f"{action} {js_seq(args['seq'])}",
+            "rawInput": raw,
+        }
     return None
 
 

@@ -50,7 +50,8 @@ async def run(
     requested = parent_session_ids(args.parent_session_ids)
     if requested is not None or args.include_root_sessions is True:
         allowed = (
-            set() if requested is None
+            set()
+            if requested is None
             else await authorize_session_ids(service, caller, requested, token)
         )
         parents: list[str | None] = [i for i in requested or () if i in allowed]

@@ -1,0 +1,169 @@
+"""The host-side client: call a tool over Kafka and await its one reply.
+
+A host embeds one ``SessionqClient``: it owns a producer for the requests topic and a
+reader of its reply topic, correlates replies by request id (duplicates — at-least-once
+delivery — are dropped), sends a cancel record when the awaiting task is cancelled, and
+gives up cleanly with a ``TOOL_TIMEOUT`` reply when no reply arrives in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from typing import Any
+
+import orjson
+
+from indexer.settings import REPLIES_TOPIC, REQUESTS_TOPIC
+from worker.envelopes import Reply, decode_reply, error_reply
+from worker.kafka import Producer, ReplyReader
+
+log = logging.getLogger("sessionq.client")
+TIMEOUT_GRACE_S = 2.0
+
+
+class SessionqClient:
+    """Request/reply over Kafka for one host process."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        requests_topic: str = REQUESTS_TOPIC,
+        reply_topic: str = REPLIES_TOPIC,
+        client_id: str | None = None,
+    ) -> None:
+        cid = client_id or f"sessionq-host-{uuid.uuid4().hex[:8]}"
+        self.requests_topic = requests_topic
+        self.reply_topic = reply_topic
+        self._producer = Producer(bootstrap, client_id=cid)
+        self._reader = ReplyReader(bootstrap, reply_topic, client_id=f"{cid}-replies")
+        self._pending: dict[str, asyncio.Future[Reply]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> SessionqClient:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        await self._producer.start()
+        await self._reader.start()
+        self._task = asyncio.create_task(self._read_replies(), name="sessionq-replies")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._reader.stop()
+        await self._producer.stop()
+
+    async def _read_replies(self) -> None:
+        while True:
+            for record in await self._reader.poll(200):
+                if record.value is None:
+                    continue
+                try:
+                    reply = decode_reply(record.value)
+                except ValueError:
+                    log.warning(
+                        "ignoring an unreadable reply at %s[%d]@%d",
+                        record.topic,
+                        record.partition,
+                        record.offset,
+                    )
+                    continue
+                fut = self._pending.get(reply.id)
+                if fut is not None and not fut.done():
+                    fut.set_result(reply)
+
+    async def call(
+        self,
+        tool: str,
+        arguments: Any,
+        *,
+        session_id: str,
+        step_seq: int | None = None,
+        min_seq: int | None = None,
+        timeout_ms: int | None = None,
+        routing_key: str | None = None,
+        request_id: str | None = None,
+    ) -> Reply:
+        """Send one request and await its reply.
+
+        ``routing_key`` is the caller's workspace key (its cwd, or ``session:<id>``); it
+        only chooses the partition. Cancelling the awaiting task publishes a cancel record.
+        """
+        rid = request_id or str(uuid.uuid4())
+        caller: dict[str, Any] = {"session_id": session_id}
+        if step_seq is not None:
+            caller["step_seq"] = step_seq
+        if min_seq is not None:
+            caller["min_seq"] = min_seq
+        request: dict[str, Any] = {
+            "v": 1,
+            "kind": "request",
+            "id": rid,
+            "reply_to": self.reply_topic,
+            "tool": tool,
+            "arguments": arguments,
+            "caller": caller,
+        }
+        if timeout_ms is not None:
+            request["timeout_ms"] = timeout_ms
+        fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        key = (routing_key or f"session:{session_id}").encode()
+        try:
+            await self._producer.send(self.requests_topic, orjson.dumps(request), key=key)
+            wait = None if timeout_ms is None else timeout_ms / 1000 + TIMEOUT_GRACE_S
+            return await asyncio.wait_for(asyncio.shield(fut), wait)
+        except TimeoutError:
+            await self.cancel(
+                rid, {"code": "TOOL_TIMEOUT", "message": "host stopped waiting"}, routing_key=key
+            )
+            return error_reply(rid, "TOOL_TIMEOUT", f"tool call timed out after {timeout_ms}ms")
+        except asyncio.CancelledError:
+            await asyncio.shield(
+                self.cancel(
+                    rid,
+                    {"code": "SESSION_QUERY_ABORTED", "message": "session query was cancelled"},
+                    routing_key=key,
+                )
+            )
+            raise
+        finally:
+            self._pending.pop(rid, None)
+
+    async def cancel(self, request_id: str, reason: Any) -> None:
+        record = {"v": 1, "kind": "cancel", "id": request_id, "reason": reason}
+        await self._producer.send(
+            self.requests_topic, orjson.dumps(record), key=request_id.encode()
+        )
+
+
+async def call_once(
+    bootstrap: str,
+    tool: str,
+    arguments: Any,
+    *,
+    session_id: str,
+    step_seq: int | None = None,
+    timeout_ms: int | None = None,
+    request_id: str | None = None,
+) -> Reply:
+    """One call with a short-lived client (the CLI's ``--bootstrap`` mode)."""
+    async with SessionqClient(bootstrap) as client:
+        return await client.call(
+            tool,
+            arguments,
+            session_id=session_id,
+            step_seq=step_seq,
+            timeout_ms=timeout_ms if timeout_ms is not None else 60000,
+            request_id=request_id,
+        )

@@ -1,0 +1,139 @@
+"""The worker package's only contact with aiokafka: the request consumer group, the reply
+reader of hosts, and producers. Domain code sees plain values only."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.structs import OffsetAndMetadata
+
+from indexer.kafka import InRecord, Producer
+
+__all__ = ["GroupSource", "InRecord", "Producer", "ReplyReader"]
+
+
+def _records(batches: dict[Any, list[Any]]) -> list[InRecord]:
+    out: list[InRecord] = []
+    for tp, msgs in batches.items():
+        for m in msgs:
+            out.append(
+                InRecord(
+                    tp.topic,
+                    tp.partition,
+                    m.offset,
+                    m.key,
+                    m.value,
+                    m.timestamp,
+                    tuple((k, v) for k, v in (m.headers or ())),
+                )
+            )
+    return out
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(
+        self,
+        on_revoked: Callable[[list[int]], Awaitable[None]],
+        on_assigned: Callable[[list[int]], Awaitable[None]],
+    ) -> None:
+        self._on_revoked = on_revoked
+        self._on_assigned = on_assigned
+
+    async def on_partitions_revoked(self, revoked: Sequence[TopicPartition]) -> None:
+        await self._on_revoked([tp.partition for tp in revoked])
+
+    async def on_partitions_assigned(self, assigned: Sequence[TopicPartition]) -> None:
+        await self._on_assigned([tp.partition for tp in assigned])
+
+
+class GroupSource:
+    """A consumer-group member on the requests topic with manual offset commits."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, *, client_id: str) -> None:
+        self.topic = topic
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=client_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=10000,
+            heartbeat_interval_ms=1000,
+            max_poll_interval_ms=300000,
+        )
+
+    async def start(
+        self,
+        on_revoked: Callable[[list[int]], Awaitable[None]],
+        on_assigned: Callable[[list[int]], Awaitable[None]],
+    ) -> None:
+        await self._consumer.start()
+        self._consumer.subscribe([self.topic], listener=_Listener(on_revoked, on_assigned))
+
+    async def poll(self, timeout_ms: int, max_records: int) -> list[InRecord]:
+        return _records(
+            await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        )
+
+    async def commit(self, offsets: dict[int, int]) -> None:
+        """Commit next offsets per partition (only partitions this member still owns)."""
+        owned = {tp.partition for tp in self._consumer.assignment()}
+        todo = {
+            TopicPartition(self.topic, p): OffsetAndMetadata(o, "")
+            for p, o in offsets.items()
+            if p in owned
+        }
+        if todo:
+            await self._consumer.commit(todo)
+
+    def assignment(self) -> list[int]:
+        return sorted(tp.partition for tp in self._consumer.assignment())
+
+    async def lag(self) -> dict[int, int]:
+        tps = list(self._consumer.assignment())
+        if not tps:
+            return {}
+        ends = await self._consumer.end_offsets(tps)
+        out = {}
+        for tp in tps:
+            committed = await self._consumer.committed(tp)
+            out[tp.partition] = max(0, ends[tp] - (committed or 0))
+        return out
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+
+class ReplyReader:
+    """Reads every partition of a reply topic from its current end (hosts filter by id)."""
+
+    def __init__(self, bootstrap: str, topic: str, *, client_id: str) -> None:
+        self.topic = topic
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            client_id=client_id,
+            enable_auto_commit=False,
+            auto_offset_reset="latest",
+        )
+
+    async def start(self) -> None:
+        await self._consumer.start()
+        parts = self._consumer.partitions_for_topic(self.topic)
+        if not parts:
+            await self._consumer._client.force_metadata_update()
+            parts = self._consumer.partitions_for_topic(self.topic)
+        if not parts:
+            raise RuntimeError(f'reply topic "{self.topic}" does not exist')
+        tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
+        self._consumer.assign(tps)
+        await self._consumer.seek_to_end(*tps)
+        for tp in tps:  # materialize positions before any request is sent
+            await self._consumer.position(tp)
+
+    async def poll(self, timeout_ms: int) -> list[InRecord]:
+        return _records(await self._consumer.getmany(timeout_ms=timeout_ms, max_records=500))
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
