@@ -196,10 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("call", help="call one tool as a caller session")
     p.add_argument("tool", help="session_search, session_event_search, session_trace, ...")
     p.add_argument("arguments", help="the tool arguments as a JSON object")
+    data_env = env("data")
     p.add_argument(
         "--data",
         type=Path,
-        default=Path(env("data")) if env("data") else None,
+        default=Path(data_env) if data_env else None,
         help="data directory (SESSIONQ_DATA)",
     )
     p.add_argument(

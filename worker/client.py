@@ -140,11 +140,11 @@ class SessionqClient:
         finally:
             self._pending.pop(rid, None)
 
-    async def cancel(self, request_id: str, reason: Any) -> None:
+    async def cancel(self, request_id: str, reason: Any, *, routing_key: bytes) -> None:
+        """Publish a cancel record; it carries the request's key so it lands in the same
+        partition, i.e. at the worker that owns the request."""
         record = {"v": 1, "kind": "cancel", "id": request_id, "reason": reason}
-        await self._producer.send(
-            self.requests_topic, orjson.dumps(record), key=request_id.encode()
-        )
+        await self._producer.send(self.requests_topic, orjson.dumps(record), key=routing_key)
 
 
 async def call_once(

@@ -269,6 +269,46 @@ def _rank_in_session(c: _Cand) -> tuple[float, int, int]:
     return (c.score, c.time, c.seq)
 
 
+@dataclass(slots=True)
+class _Batch:
+    """One fetch of top documents as parallel columns (no object per document)."""
+
+    scores: list[float]
+    times: list[int]
+    seqs: list[int]
+    sids: list[int]
+    addrs: list[Any]
+    exhaustive: bool
+
+    def cand(self, i: int) -> _Cand:
+        return _Cand(self.scores[i], self.times[i], self.seqs[i], self.sids[i], self.addrs[i])
+
+    def threshold(self) -> float:
+        """Unfetched documents score at most this (nothing is unfetched if exhaustive)."""
+        return -math.inf if self.exhaustive or not self.scores else min(self.scores)
+
+    def final(self) -> list[_Cand]:
+        """Documents whose rank no unfetched document can change: score > threshold."""
+        t = self.threshold()
+        return [self.cand(i) for i, score in enumerate(self.scores) if score > t]
+
+    def session_bests(self) -> dict[int, _Cand]:
+        """Per session, the best fetched document — only sessions that are settled, i.e.
+        whose best scores above the threshold (an unfetched document cannot beat it)."""
+        scores, times, seqs = self.scores, self.times, self.seqs
+        best: dict[int, int] = {}
+        for i, sid in enumerate(self.sids):
+            j = best.get(sid)
+            if (
+                j is None
+                or scores[i] > scores[j]
+                or (scores[i] == scores[j] and (times[i], seqs[i]) > (times[j], seqs[j]))
+            ):
+                best[sid] = i
+        t = self.threshold()
+        return {sid: self.cand(i) for sid, i in best.items() if scores[i] > t}
+
+
 _NO_IDS: Final[frozenset[str]] = frozenset()
 _MIN_FETCH: Final = 64
 _GROWTH: Final = 4
@@ -639,15 +679,9 @@ class TantivyIndex:
             if settled:
                 done = tantivy.Query.term_set_query(self._schema, "sid", sorted(settled))
                 clauses.append((tantivy.Occur.MustNot, done))
-            cands, exhaustive = self._fetch(searcher, tantivy.Query.boolean_query(clauses), k)
-            threshold = -math.inf if exhaustive else cands[-1].score
-            best: dict[int, _Cand] = {}
-            for c in cands:
-                held = best.get(c.sid)
-                if held is None or _rank_in_session(c) > _rank_in_session(held):
-                    best[c.sid] = c
-            settled.update((sid, c) for sid, c in best.items() if c.score > threshold)
-            if exhaustive or len(settled) >= need:
+            batch = self._fetch(searcher, tantivy.Query.boolean_query(clauses), k)
+            settled.update(batch.session_bests())
+            if batch.exhaustive or len(settled) >= need:
                 break
             k *= _GROWTH
         ordered = self._order_sessions(searcher, list(settled.values()), need)
@@ -683,11 +717,9 @@ class TantivyIndex:
         need = limit + 1
         k = _GROWTH * need
         while True:
-            cands, exhaustive = self._fetch(searcher, full, k)
-            if not exhaustive:
-                threshold = cands[-1].score
-                cands = [c for c in cands if c.score > threshold]
-            if exhaustive or len(cands) >= need:
+            batch = self._fetch(searcher, full, k)
+            cands = batch.final()
+            if batch.exhaustive or len(cands) >= need:
                 break
             k *= _GROWTH
         cands.sort(key=_rank_in_session, reverse=True)
@@ -695,26 +727,28 @@ class TantivyIndex:
         return hits, len(cands) > limit
 
     # ---- search internals ------------------------------------------------------------------------
-    def _fetch(
-        self, searcher: tantivy.Searcher, query: tantivy.Query, k: int
-    ) -> tuple[list[_Cand], bool]:
-        """The top ``k`` documents by score (rank fields from fast fields), and whether
-        they are all the matching documents."""
+    @staticmethod
+    def _fetch(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> _Batch:
+        """The top ``k`` documents by score with their rank fields (from fast fields)."""
         total = int(searcher.num_docs)
         fetch = max(_MIN_FETCH, min(k, total))
         hits = searcher.search(query, limit=fetch, count=False).hits
-        exhaustive = len(hits) < fetch or fetch >= total
         if not hits:
-            return [], True
+            return _Batch([], [], [], [], [], exhaustive=True)
         addrs = [addr for _, addr in hits]
-        sids = searcher.fast_field_values("sid", addrs)
-        times = searcher.fast_field_values("time", addrs)
-        seqs = searcher.fast_field_values("seq", addrs)
-        cands = [
-            _Cand(float(score), int(t or 0), int(q or 0), int(s or 0), addr)
-            for (score, addr), s, t, q in zip(hits, sids, times, seqs, strict=True)
-        ]
-        return cands, exhaustive
+
+        def column(name: str) -> list[int]:
+            # Every document has every rank field, so no value is None.
+            return cast(list[int], searcher.fast_field_values(name, addrs))
+
+        return _Batch(
+            scores=[float(score) for score, _ in hits],
+            times=column("time"),
+            seqs=column("seq"),
+            sids=column("sid"),
+            addrs=addrs,
+            exhaustive=len(hits) < fetch or fetch >= total,
+        )
 
     def _order_sessions(
         self, searcher: tantivy.Searcher, bests: list[_Cand], need: int
