@@ -100,13 +100,16 @@ class EventsSource:
 class Producer:
     """An idempotent (acks=all) producer; ``send`` resolves once the broker acknowledged."""
 
-    def __init__(self, bootstrap: str, *, client_id: str) -> None:
+    def __init__(
+        self, bootstrap: str, *, client_id: str, max_request_size: int = 8 * 1024 * 1024
+    ) -> None:
         self._producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap,
             client_id=client_id,
             enable_idempotence=True,
             acks="all",
             linger_ms=2,
+            max_request_size=max_request_size,
         )
 
     async def start(self) -> None:

@@ -11,8 +11,12 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
+
+if TYPE_CHECKING:
+    from indexer.settings import KafkaSettings
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -169,6 +173,123 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- Kafka roles -------------------------------------------------------------------------------
+def _kafka(args: argparse.Namespace) -> KafkaSettings:
+    from indexer.settings import KafkaSettings
+
+    return KafkaSettings(bootstrap=args.bootstrap)
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    import logging
+
+    logging.basicConfig(
+        level=getattr(args, "log_level", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from worker.topics import ensure_topics
+
+    result = asyncio.run(ensure_topics(_kafka(args), args.partitions))
+    for name, status in result.items():
+        print(f"{name}: {status}")
+    return EXIT_OK
+
+
+def cmd_indexer(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from indexer.consumer import Indexer
+    from indexer.settings import IndexerSettings
+
+    _setup_logging(args)
+    settings = IndexerSettings(data=args.data)
+
+    async def main() -> None:
+        indexer = Indexer(settings, _kafka(args))
+        await indexer.start()
+        try:
+            await indexer.run()
+        finally:
+            await indexer.close()
+
+    asyncio.run(main())
+    return EXIT_OK
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from indexer.query.service import StoreQueryService
+    from worker.consumer import Worker
+    from worker.handler import ToolService, ToolServiceConfig
+    from worker.settings import WorkerSettings
+
+    _setup_logging(args)
+    settings = WorkerSettings(data=args.data, group=args.group)
+
+    async def main() -> None:
+        service = StoreQueryService(settings.data)
+        tools = ToolService(
+            service,
+            ToolServiceConfig(
+                maxSearchResults=settings.max_search_results,
+                searchTimeoutMs=settings.search_timeout_ms,
+            ),
+        )
+        worker = Worker(settings, _kafka(args), service, tools)
+        await worker.start()
+        try:
+            await worker.run()
+        finally:
+            await worker.close()
+            service.close()
+
+    asyncio.run(main())
+    return EXIT_OK
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from worker.kafka import Producer
+    from worker.publisher import Publisher
+
+    _setup_logging(args)
+    kafka = _kafka(args)
+
+    async def main() -> int:
+        producer = Producer(kafka.bootstrap, client_id="sessionq-publisher")
+        await producer.start()
+        publisher = Publisher(producer, kafka.events_topic)
+        try:
+            await publisher.run([Path(p) for p in args.paths], follow=args.follow)
+        finally:
+            await producer.stop()
+        s = publisher.summary
+        print(f"published {s.sessions} sessions, {s.events} events in {s.records} records")
+        for reason in s.rejected.values():
+            print(f"  not published: {reason}")
+        return EXIT_OK if s.sessions or not s.rejected else EXIT_FAILED
+
+    return asyncio.run(main())
+
+
+def _bootstrap_arg(p: argparse.ArgumentParser) -> None:
+    default = env("bootstrap")
+    p.add_argument(
+        "--bootstrap",
+        default=default,
+        required=default is None,
+        help="Kafka bootstrap address host:port (SESSIONQ_BOOTSTRAP)",
+    )
+
+
 def _nonneg_int(value: str) -> int:
     try:
         n = int(value)
@@ -176,6 +297,13 @@ def _nonneg_int(value: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
     if n < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {n}")
+    return n
+
+
+def _positive_int(value: str) -> int:
+    n = _nonneg_int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
     return n
 
 
@@ -215,6 +343,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout-ms", type=_nonneg_int, default=None, help="call deadline")
     p.add_argument("--json", action="store_true", help="print the reply envelope")
     p.set_defaults(handler=cmd_call)
+
+    p = sub.add_parser("topics", help="Kafka topics")
+    tsub = p.add_subparsers(dest="topics_command", required=True)
+    tp = tsub.add_parser("create", help="create sessionq's topics (idempotent)")
+    _bootstrap_arg(tp)
+    tp.add_argument("--partitions", type=_positive_int, default=int(env("partitions", "3") or 3))
+    tp.set_defaults(handler=cmd_topics)
+
+    p = sub.add_parser("indexer", help="consume the events topic into a data directory")
+    _bootstrap_arg(p)
+    _data_arg(p)
+    p.set_defaults(handler=cmd_indexer)
+
+    p = sub.add_parser("worker", help="answer tool calls from the requests topic")
+    _bootstrap_arg(p)
+    _data_arg(p)
+    p.add_argument("--group", default=env("group", "sessionq-workers"), help="consumer group")
+    p.set_defaults(handler=cmd_worker)
+
+    p = sub.add_parser("publish", help="publish dsh session logs to the events topic")
+    p.add_argument("paths", nargs="+", help="session log files or dsh roots")
+    _bootstrap_arg(p)
+    p.add_argument("--follow", action="store_true", help="keep publishing appended events")
+    p.set_defaults(handler=cmd_publish)
 
     p = sub.add_parser("manifest", help="print the prompt section and tool definitions")
     p.set_defaults(handler=cmd_manifest)

@@ -137,3 +137,34 @@ class ReplyReader:
 
     async def stop(self) -> None:
         await self._consumer.stop()
+
+
+async def create_topics(
+    bootstrap: str, topics: Sequence[tuple[str, int, dict[str, str]]]
+) -> dict[str, str]:
+    """Create (name, partitions, configs) topics; existing ones are left as they are.
+
+    Returns name -> "created" | "exists".
+    """
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.errors import TopicAlreadyExistsError
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        out: dict[str, str] = {name: "exists" for name, _, _ in topics if name in existing}
+        todo = [
+            NewTopic(name, num_partitions=parts, replication_factor=1, topic_configs=cfg)
+            for name, parts, cfg in topics
+            if name not in existing
+        ]
+        for topic in todo:
+            try:
+                await admin.create_topics([topic])
+                out[topic.name] = "created"
+            except TopicAlreadyExistsError:
+                out[topic.name] = "exists"
+        return out
+    finally:
+        await admin.close()

@@ -5,11 +5,12 @@ The index marks the phrase occurrences of a document's text with ``MATCH_START``
 turns that marked text into the model-facing snippet. Document text never contains
 the markers itself: the index replaces them with U+FFFD before storing (SPEC §7.4).
 
-The normalization of step 1 is specified as a walk over code points; it is computed
-here with C-speed regex and ``str`` operations instead, because documents can be
-hundreds of kilobytes and a snippet is built for every returned hit. The result is the
-same: dropped markers never change whether the output "ends with a space", so
-collapsing whitespace runs of the marker-free text is equivalent to the walk.
+Step 1 is specified as a walk over code points; it is computed here with C-speed
+``str`` operations instead, because documents can be hundreds of kilobytes and a
+snippet is built for every returned hit. The result is the same: dropped markers never
+change whether the output "ends with a space", so the normalized text is the
+marker-free text trimmed and collapsed, and ``matchStart`` is the length of the walk's
+output over the text before the first marker.
 """
 
 from __future__ import annotations
@@ -26,16 +27,23 @@ MATCH_END: Final = "\ufdd1"
 ELLIPSIS: Final = "\u2026"
 
 _WS_RUN: Final = re.compile(JS_WHITESPACE_CLASS + "+")
-_MARKERS: Final = str.maketrans({MATCH_START: None, MATCH_END: None})
+_DIFFERENT_WS: Final = ("\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\ufeff")
+"""Where Python's ``str.split()`` whitespace and the JS set disagree (SPEC §13.1)."""
 
 
-def _collapse_walk(text: str) -> str:
-    """Step 1 without the final trailing-space drop.
+def _collapse(text: str) -> str:
+    """Trim ``WS`` and replace each ``WS`` run by one space.
 
-    Leading whitespace is dropped (a space is only appended to non-empty output) and
-    every other whitespace run becomes one U+0020, a trailing run included.
+    ``str.split()`` is the fast path; it splits on exactly the JS set unless the text
+    holds one of ``_DIFFERENT_WS``.
     """
-    return _WS_RUN.sub(" ", text.lstrip(JS_WHITESPACE))
+    if not any(c in text for c in _DIFFERENT_WS):
+        return " ".join(text.split())
+    return _WS_RUN.sub(" ", text.strip(JS_WHITESPACE))
+
+
+def _strip_markers(text: str) -> str:
+    return text.replace(MATCH_START, "").replace(MATCH_END, "")
 
 
 def make_snippet(marked_text: str, max_chars: int) -> str:
@@ -48,21 +56,14 @@ def make_snippet(marked_text: str, max_chars: int) -> str:
     the match, with ``…`` on each cut side. Only the first span matters for the window,
     so callers may mark just the first occurrence.
     """
+    out = _collapse(_strip_markers(marked_text))
     first = marked_text.find(MATCH_START)
-    if first < 0:
-        match_start = 0
-        out = _collapse_walk(marked_text.translate(_MARKERS))
-    else:
-        before = _collapse_walk(marked_text[:first].translate(_MARKERS))
-        match_start = len(before)
-        after = marked_text[first + 1 :].translate(_MARKERS)
-        if before.endswith(" ") or not before:
-            # The walk would not append a space here: output is empty or ends with one.
-            after = after.lstrip(JS_WHITESPACE)
-        out = before + _WS_RUN.sub(" ", after)
-    if out.endswith(" "):
-        out = out[:-1]
-
+    match_start = 0
+    if first > 0:
+        before = _strip_markers(marked_text[:first])
+        walked = _collapse(before)
+        # The walk keeps one space for a trailing whitespace run after some output.
+        match_start = len(walked) + (1 if walked and before[-1] in JS_WHITESPACE else 0)
     n = len(out)
     limit = max_chars
     if n <= limit:

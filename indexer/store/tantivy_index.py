@@ -655,9 +655,10 @@ class TantivyIndex:
         Unless the fetch was exhaustive, every unfetched document scores at most the
         ``k``-th score ``t``, so a session whose best fetched score exceeds ``t`` is
         *settled*: its best document and its place are final, score ties included. The
-        next round excludes settled sessions and fetches ``4k``. Stop once ``limit + 1``
-        sessions are settled (every other session scores ``<= t`` and ranks below them)
-        or a fetch is exhaustive.
+        next round excludes settled sessions and fetches ``4k`` (``16k`` after a round
+        that settled nothing: a large tie). Stop once ``limit + 1`` sessions are settled
+        (every other session scores ``<= t`` and ranks below them) or a fetch is
+        exhaustive. Settled sessions are excluded by their ``sid`` ordinal.
         """
         if limit < 1:
             raise ValueError("limit must be positive")
@@ -680,10 +681,13 @@ class TantivyIndex:
                 done = tantivy.Query.term_set_query(self._schema, "sid", sorted(settled))
                 clauses.append((tantivy.Occur.MustNot, done))
             batch = self._fetch(searcher, tantivy.Query.boolean_query(clauses), k)
+            before = len(settled)
             settled.update(batch.session_bests())
             if batch.exhaustive or len(settled) >= need:
                 break
-            k *= _GROWTH
+            # No progress means a large group of documents ties at the threshold score:
+            # all of it must be seen, so grow faster.
+            k *= _GROWTH if len(settled) > before else _GROWTH**2
         ordered = self._order_sessions(searcher, list(settled.values()), need)
         hits = [self._hit(searcher, c, tokens, snippet_chars) for c in ordered[:limit]]
         return hits, len(ordered) > limit
@@ -716,12 +720,14 @@ class TantivyIndex:
         full = tantivy.Query.boolean_query(clauses)
         need = limit + 1
         k = _GROWTH * need
+        progress = 0
         while True:
             batch = self._fetch(searcher, full, k)
             cands = batch.final()
             if batch.exhaustive or len(cands) >= need:
                 break
-            k *= _GROWTH
+            k *= _GROWTH if len(cands) > progress else _GROWTH**2
+            progress = len(cands)
         cands.sort(key=_rank_in_session, reverse=True)
         hits = [self._hit(searcher, c, tokens, snippet_chars) for c in cands[:limit]]
         return hits, len(cands) > limit

@@ -1,0 +1,32 @@
+"""sessionq's topics and their configuration (DESIGN.md "Topics")."""
+
+from __future__ import annotations
+
+from indexer.settings import KafkaSettings
+from worker.kafka import create_topics
+
+DAY_MS = 24 * 3600 * 1000
+
+
+def topic_specs(kafka: KafkaSettings, partitions: int) -> list[tuple[str, int, dict[str, str]]]:
+    """Events are the source of truth (kept forever); requests, replies and dead letters
+    are transient and expire."""
+    return [
+        (
+            kafka.events_topic,
+            partitions,
+            {
+                "retention.ms": "-1",
+                "retention.bytes": "-1",
+                "cleanup.policy": "delete",
+                "max.message.bytes": "8388608",
+            },
+        ),
+        (kafka.requests_topic, partitions, {"retention.ms": str(DAY_MS)}),
+        (kafka.replies_topic, partitions, {"retention.ms": str(DAY_MS)}),
+        (kafka.dlq_topic, 1, {"retention.ms": str(30 * DAY_MS)}),
+    ]
+
+
+async def ensure_topics(kafka: KafkaSettings, partitions: int = 3) -> dict[str, str]:
+    return await create_topics(kafka.bootstrap, topic_specs(kafka, partitions))
