@@ -13,10 +13,24 @@ deletes of what is already gone), so the store converges.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from indexer.store.sqlite_tables import SqliteTables
 from indexer.store.tantivy_index import TantivyIndex
+
+
+FAILPOINT_ENV = "SESSIONQ_FAILPOINT"
+
+
+def _failpoint_from_env() -> tuple[str, int] | None:
+    """``SESSIONQ_FAILPOINT=<point>:<n>`` kills the process at the n-th pass of a protocol
+    point, so crash tests hit the exact step they mean ("after-index-commit")."""
+    spec = os.environ.get(FAILPOINT_ENV)
+    if not spec or ":" not in spec:
+        return None
+    point, _, count = spec.partition(":")
+    return point, int(count)
 
 
 class Checkpoint:
@@ -25,12 +39,22 @@ class Checkpoint:
     def __init__(self, tables: SqliteTables, index: TantivyIndex) -> None:
         self.tables = tables
         self.index = index
+        self._failpoint = _failpoint_from_env()
+        self._passes: dict[str, int] = {}
+
+    def _reach(self, point: str) -> None:
+        if self._failpoint is None or self._failpoint[0] != point:
+            return
+        self._passes[point] = self._passes.get(point, 0) + 1
+        if self._passes[point] >= self._failpoint[1]:
+            os._exit(137)
 
     def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
         """Make the batch durable (steps 2-3 above); aborts and re-raises on failure."""
         try:
             # (2) Tantivy first: it can be re-derived from re-applied records.
             self.index.commit()
+            self._reach("after-index-commit")
             # (3) rows and offsets in one SQLite transaction.
             self.tables.begin()
             if offsets:

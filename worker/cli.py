@@ -56,7 +56,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
         bar = tqdm(total=len(files), unit="file", file=sys.stderr, desc="ingest")
     try:
-        summary = ingest_files(store, files, on_file=(lambda _p: bar.update(1)) if bar else None)
+        summary = ingest_files(
+            store,
+            files,
+            commit_every_events=args.commit_every,
+            on_file=(lambda _p: bar.update(1)) if bar else None,
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -314,6 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="index dsh session logs (files or dsh roots)")
     p.add_argument("paths", nargs="+", help="session log files or directories")
     _data_arg(p)
+    p.add_argument(
+        "--commit-every",
+        type=_positive_int,
+        default=int(env("commit_every", "200000") or 200000),
+        help="commit after this many events (SESSIONQ_COMMIT_EVERY)",
+    )
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("stats", help="what a data directory holds")

@@ -868,66 +868,116 @@ def _load_meta(doc: tantivy.Document) -> list[Any]:
 
 
 # ---- highlight spans (SPEC §7.5, §7.8) -----------------------------------------------------------
-_ASCII_TOKEN_CHAR: Final = "a-z0-9"
-_FIRST_CHUNK: Final = 4_096
+_WINDOW: Final = 4_096
+_ASCII_ALNUM: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_ASCII_TOKEN: Final = re.compile("[a-z0-9]+")
+_NON_ASCII: Final = re.compile("[^\x00-\x7f]")
+_SEPARATOR_CACHE: dict[str, bool] = {}
+_SEPARATOR_CACHE_MAX: Final = 65_536
 
 
-def _find_phrase(words: list[str], tokens: Sequence[str], usable: int) -> int:
-    """Index of the first run ``words[i:i+len(tokens)] == tokens`` ending by ``usable``."""
+def _is_separator(ch: str) -> bool:
+    """Whether the analyzer never puts ``ch`` in a token (asked of the analyzer itself:
+    a character that forms no token alone belongs to neither token class)."""
+    known = _SEPARATOR_CACHE.get(ch)
+    if known is None:
+        known = not _ANALYZER.pre_tokenize(ch).tokens
+        if len(_SEPARATOR_CACHE) < _SEPARATOR_CACHE_MAX:
+            _SEPARATOR_CACHE[ch] = known
+    return known
+
+
+def _ascii_tokens_only(text: str) -> bool:
+    """True when every non-ASCII character of ``text`` separates tokens.
+
+    Then the analyzer's tokens are exactly the maximal ``[A-Za-z0-9]`` runs, lowercased
+    (folding leaves ASCII alone), and ``str`` methods can find a phrase at C speed.
+    """
+    return all(_is_separator(ch) for ch in set(_NON_ASCII.findall(text)))
+
+
+def _find_ascii(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
+    """First occurrence under ``_ascii_tokens_only``: ``str.find`` on the first token, a
+    regex for the rest (one or more separators between tokens)."""
+    low = text.lower()  # length-preserving here: no non-ASCII letters
+    first, size = tokens[0], len(tokens[0])
+    rest = re.compile("".join(f"[^a-z0-9]+{t}" for t in tokens[1:]) + "(?![a-z0-9])")
+    pos = low.find(first)
+    while pos >= 0:
+        end = pos + size
+        if (pos == 0 or low[pos - 1] not in _ASCII_ALNUM) and (
+            end == len(low) or low[end] not in _ASCII_ALNUM
+        ):
+            m = rest.match(low, end)
+            if m:
+                return pos, m.end()
+        pos = low.find(first, pos + 1)
+    return None
+
+
+def _find_phrase(words: list[str], tokens: list[str], usable: int) -> int:
+    """Index of the first ``i`` with ``words[i:i+len(tokens)] == tokens`` and
+    ``i + len(tokens) <= usable``, else -1."""
     n = len(tokens)
-    wanted = list(tokens)
     i = -1
     while True:
         try:
-            i = words.index(wanted[0], i + 1, max(0, usable - n + 1))
+            i = words.index(tokens[0], i + 1, max(0, usable - n + 1))
         except ValueError:
             return -1
-        if words[i : i + n] == wanted:
+        if words[i : i + n] == tokens:
             return i
+
+
+def _find_analyzed(text: str, tokens: list[str]) -> tuple[int, int] | None:
+    """First occurrence by the analyzer itself, window by window from the start.
+
+    Cost follows the position of the first occurrence, not the document's length. A
+    window may cut its last token, so an occurrence must end before it; the next window
+    starts at the first token an unseen occurrence could start with (which re-reads the
+    cut token whole). Offsets are code points.
+    """
+    n = len(tokens)
+    base, width = 0, _WINDOW
+    while True:
+        complete = base + width >= len(text)
+        toks = _ANALYZER.pre_tokenize(text[base:] if complete else text[base : base + width]).tokens
+        usable = len(toks) if complete else len(toks) - 1
+        i = _find_phrase([t.text for t in toks], tokens, usable)
+        if i >= 0:
+            first, last = toks[i], toks[i + n - 1]
+            if last.position - first.position != n - 1:
+                return None
+            return base + first.char_offset_from, base + last.char_offset_to
+        if complete:
+            return None
+        resume = max(usable - (n - 1), 0)
+        step = toks[resume].char_offset_from if resume < len(toks) else width
+        if step <= 0:  # one token (or phrase) wider than the window
+            width *= _GROWTH
+        else:
+            base += step
 
 
 def first_occurrence(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
     """Code-point span of the first occurrence of the token phrase in ``text``.
 
-    Exact with respect to the index analyzer. ASCII text takes a regex shortcut: there
-    the analyzer's token characters are exactly ``[A-Za-z0-9]`` and its normalization is
-    ASCII lowercasing. Other text is tokenized by the analyzer itself (offsets are code
-    points) over growing prefixes, so cost follows the position of the first occurrence
-    rather than the length of the document; a prefix's last token may be cut, so matches
-    must end before it. ``None`` when there is no occurrence or offsets look wrong — the
-    snippet then starts at the beginning instead of failing the search.
+    Exact with respect to the index analyzer: text whose token characters are all ASCII
+    takes the ``str``-method path; other text is tokenized by the analyzer. ``None`` when
+    there is no occurrence or offsets look wrong — the snippet then starts at the
+    beginning instead of failing the search.
     """
     if not tokens:
         return None
-    text = _without_surrogates(text)  # same length: offsets stay valid for the caller
-    if text.isascii():
-        if not all(t.isascii() for t in tokens):
-            return None
-        sep = f"[^{_ASCII_TOKEN_CHAR}]+"
-        pattern = (
-            f"(?<![{_ASCII_TOKEN_CHAR}])"
-            + sep.join(map(re.escape, tokens))
-            + f"(?![{_ASCII_TOKEN_CHAR}])"
-        )
-        m = re.search(pattern, text.lower())
-        return (m.start(), m.end()) if m else None
-    n = len(tokens)
-    size = _FIRST_CHUNK
-    while True:
-        complete = size >= len(text)
-        toks = _ANALYZER.pre_tokenize(text if complete else text[:size]).tokens
-        words = [t.text for t in toks]
-        usable = len(words) if complete else len(words) - 1
-        i = _find_phrase(words, tokens, usable)
-        if i >= 0:
-            first, last = toks[i], toks[i + n - 1]
-            start, end = first.char_offset_from, last.char_offset_to
-            if last.position - first.position == n - 1 and 0 <= start < end <= len(text):
-                return start, end
-            return None
-        if complete:
-            return None
-        size *= _GROWTH
+    wanted = list(tokens)
+    if all(_ASCII_TOKEN.fullmatch(t) for t in wanted) and (
+        text.isascii() or _ascii_tokens_only(text)
+    ):
+        return _find_ascii(text, wanted)
+    span = _find_analyzed(_without_surrogates(text), wanted)
+    if span is None or not 0 <= span[0] < span[1] <= len(text):
+        return None
+    return span
 
 
 def mark_first_occurrence(text: str, tokens: Sequence[str]) -> str:
