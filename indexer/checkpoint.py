@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from indexer.store.sqlite_tables import SqliteTables
 from indexer.store.tantivy_index import TantivyIndex
 
-
 FAILPOINT_ENV = "SESSIONQ_FAILPOINT"
 
 
