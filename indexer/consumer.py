@@ -23,6 +23,7 @@ import orjson
 
 from indexer.errors import SessionqError
 from indexer.kafka import EventsSource, InRecord, Producer
+from indexer.metrics import Metrics
 from indexer.model.records import decode_record
 from indexer.settings import IndexerSettings, KafkaSettings
 from indexer.storage import Store
@@ -68,6 +69,7 @@ class Indexer:
         kafka: KafkaSettings,
         *,
         on_commit: Callable[[IndexerCounters], Awaitable[None] | None] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
         self.kafka = kafka
@@ -78,6 +80,7 @@ class Indexer:
         self._offsets: dict[tuple[str, int], int] = {}
         self._pending_dlq: list[Any] = []
         self._on_commit = on_commit
+        self.metrics = metrics if metrics is not None else Metrics("indexer")
         self._stopping = asyncio.Event()
 
     async def start(self) -> None:
@@ -113,8 +116,11 @@ class Indexer:
         else:
             if applied.noop:
                 self.counters.noop += 1
+                self.metrics.records_noop.inc()
             else:
                 self.counters.applied += 1
+                self.metrics.records_applied.labels(applied.kind).inc()
+            self.metrics.last_applied.set(time.time())
         self._offsets[(record.topic, record.partition)] = record.offset + 1
 
     def _dead_letter(self, record: InRecord, reason: str, code: str) -> None:
@@ -122,6 +128,7 @@ class Indexer:
             "dead-lettering %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason
         )
         self.counters.dead_lettered += 1
+        self.metrics.dlq_records.labels("events").inc()
         self._pending_dlq.append((record, reason, code))
 
     async def commit(self) -> None:
@@ -148,6 +155,7 @@ class Indexer:
         self._offsets.clear()
         self.counters.commits += 1
         self.counters.last_commit_ms = (time.perf_counter() - started) * 1000
+        self.metrics.commit_seconds.observe(self.counters.last_commit_ms / 1000)
         if self._on_commit is not None:
             res = self._on_commit(self.counters)
             if res is not None:
@@ -184,5 +192,11 @@ class Indexer:
         await self.commit()
 
     async def lag(self) -> dict[int, int]:
+        """Per-partition lag; also feeds the lag gauge and readiness (caught up = all 0)."""
         self.counters.lag = await self.source.lag()
+        for partition, lag in self.counters.lag.items():
+            self.metrics.consumer_lag.labels(self.kafka.events_topic, str(partition)).set(lag)
         return self.counters.lag
+
+    async def caught_up(self) -> bool:
+        return all(v == 0 for v in (await self.lag()).values())

@@ -61,9 +61,7 @@ def store_stats(data_dir: Path) -> StoreStats:
     finally:
         index.close()
     sqlite_bytes = sum(
-        p.stat().st_size
-        for p in data_dir.glob(sqlite_path(data_dir).name + "*")
-        if p.is_file()
+        p.stat().st_size for p in data_dir.glob(sqlite_path(data_dir).name + "*") if p.is_file()
     )
     return StoreStats(
         sessions=sessions,

@@ -278,9 +278,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
             await producer.stop()
         s = publisher.summary
         print(f"published {s.sessions} sessions, {s.events} events in {s.records} records")
-        for reason in s.rejected.values():
+        for reason in publisher.rejected.values():
             print(f"  not published: {reason}")
-        return EXIT_OK if s.sessions or not s.rejected else EXIT_FAILED
+        return EXIT_OK if s.sessions or not publisher.rejected else EXIT_FAILED
 
     return asyncio.run(main())
 

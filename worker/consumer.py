@@ -20,6 +20,7 @@ from typing import Any
 
 from indexer.consumer import dead_letter
 from indexer.kafka import InRecord
+from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
 from indexer.settings import KafkaSettings
 from worker.deadline import CancelToken, Deadline
@@ -43,6 +44,15 @@ from worker.settings import WorkerSettings
 log = logging.getLogger("sessionq.worker")
 EARLY_CANCELS = 10_000
 RYW_POLL_S = 0.01
+KNOWN_TOOLS = frozenset(
+    {
+        "session_search",
+        "session_event_search",
+        "session_trace",
+        "session_event_trace",
+        "session_event_read",
+    }
+)
 
 
 @dataclass(slots=True)
@@ -78,6 +88,7 @@ class Worker:
         tools: ToolService,
         *,
         client_id: str = "sessionq-worker",
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
         self.kafka = kafka
@@ -88,6 +99,7 @@ class Worker:
         )
         self.producer = Producer(kafka.bootstrap, client_id=f"{client_id}-replies")
         self.counters = WorkerCounters()
+        self.metrics = metrics if metrics is not None else Metrics("worker")
         self.gates = ExecutionGates()
         self.offsets = OffsetTracker()
         self._tokens: dict[str, CancelToken] = {}
@@ -171,6 +183,7 @@ class Worker:
             return
         except EnvelopeError as exc:
             self.counters.dead_lettered += 1
+            self.metrics.dlq_records.labels("requests").inc()
             await self.producer.send(
                 self.kafka.dlq_topic,
                 dead_letter(record, str(exc), "SESSIONQ_INVALID_REQUEST"),
@@ -205,15 +218,22 @@ class Worker:
             token.cancel(self._early_cancels.pop(request.id))
         if deadline.expired():
             self.counters.shed += 1
+            self.metrics.deadline_sheds.inc()
             reply = error_reply(request.id, "TOOL_TIMEOUT", deadline.failure().message)
         else:
             self._tokens[request.id] = token
+            self.metrics.in_flight.inc()
             try:
                 reply = await self._call(request, token, deadline)
             finally:
                 self._tokens.pop(request.id, None)
+                self.metrics.in_flight.dec()
         outcome = "ok" if reply.ok else (reply.error.code if reply.error else "error")
-        self.counters.count(request.tool, outcome, (time.perf_counter() - started) * 1000)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self.counters.count(request.tool, outcome, elapsed_ms)
+        tool_label = request.tool if request.tool in KNOWN_TOOLS else "unknown"
+        self.metrics.requests.labels(tool_label, outcome).inc()
+        self.metrics.request_seconds.labels(tool_label).observe(elapsed_ms / 1000)
         await self._reply(request.reply_to, reply)
 
     async def _call(self, request: ToolRequest, token: CancelToken, deadline: Deadline) -> Reply:

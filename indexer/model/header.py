@@ -85,14 +85,22 @@ def parse_header(obj: Any, *, expected_id: str | None = None) -> SessionHeader:
     if not isinstance(obj, dict):
         raise LogValidationError("session header is not a plain JSON record")
     allowed = {
-        "type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength",
-        "origin", "delegationDepth", "agentPreset",
+        "type",
+        "version",
+        "id",
+        "createdAt",
+        "cwd",
+        "parentSession",
+        "seedLength",
+        "origin",
+        "delegationDepth",
+        "agentPreset",
     }
     unknown = [k for k in obj if k not in allowed]
     if unknown:
-        raise LogValidationError(f"session header has unknown key \"{unknown[0]}\"")
+        raise LogValidationError(f'session header has unknown key "{unknown[0]}"')
     if "type" in obj and obj["type"] != "session":
-        raise LogValidationError("session header must be tagged \"type\":\"session\"")
+        raise LogValidationError('session header must be tagged "type":"session"')
     version = obj.get("version", 0)
     if version != 0 or isinstance(version, bool):
         raise LogValidationError(f"session header version must be 0, got {version}")

@@ -6,11 +6,11 @@ turns that marked text into the model-facing snippet. Document text never contai
 the markers itself: the index replaces them with U+FFFD before storing (SPEC §7.4).
 
 Step 1 is specified as a walk over code points; it is computed here with C-speed
-``str`` operations instead, because documents can be hundreds of kilobytes and a
-snippet is built for every returned hit. The result is the same: dropped markers never
-change whether the output "ends with a space", so the normalized text is the
-marker-free text trimmed and collapsed, and ``matchStart`` is the length of the walk's
-output over the text before the first marker.
+``str`` operations instead (one trim-and-collapse pass), because documents can be
+hundreds of kilobytes and a snippet is built for every returned hit. The result is the
+same: dropped markers never change whether the output "ends with a space", so the
+normalized text is the marker-free text trimmed and collapsed, and ``matchStart`` is
+where the first marker lands in it. The tests check this against a literal walk.
 """
 
 from __future__ import annotations
@@ -56,14 +56,26 @@ def make_snippet(marked_text: str, max_chars: int) -> str:
     the match, with ``…`` on each cut side. Only the first span matters for the window,
     so callers may mark just the first occurrence.
     """
-    out = _collapse(_strip_markers(marked_text))
     first = marked_text.find(MATCH_START)
-    match_start = 0
-    if first > 0:
-        before = _strip_markers(marked_text[:first])
-        walked = _collapse(before)
-        # The walk keeps one space for a trailing whitespace run after some output.
-        match_start = len(walked) + (1 if walked and before[-1] in JS_WHITESPACE else 0)
+    if first < 0:
+        out = _collapse(_strip_markers(marked_text))
+        match_start = 0
+    else:
+        # Collapse once with the first marker kept as an ordinary character, then undo
+        # what it changed: it separated two whitespace runs the walk would have merged.
+        kept = (
+            _strip_markers(marked_text[:first])
+            + MATCH_START
+            + _strip_markers(marked_text[first + 1 :])
+        )
+        collapsed = _collapse(kept)
+        match_start = collapsed.index(MATCH_START)
+        left, right = collapsed[:match_start], collapsed[match_start + 1 :]
+        if (not left or left.endswith(" ")) and right.startswith(" "):
+            right = right[1:]
+        out = left + right
+        if out.endswith(" "):
+            out = out[:-1]
     n = len(out)
     limit = max_chars
     if n <= limit:

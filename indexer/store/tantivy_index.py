@@ -113,9 +113,6 @@ def analyze(text: str) -> list[str]:
     return list(_ANALYZER.analyze(_without_surrogates(text)))
 
 
-_SANITIZE: Final = str.maketrans({"\u0000": "\ufffd", MATCH_START: "\ufffd", MATCH_END: "\ufffd"})
-
-
 def sanitize_text(text: str) -> str:
     """The indexed and stored form of document text.
 
@@ -123,7 +120,10 @@ def sanitize_text(text: str) -> str:
     highlight markers of §7.8, so stored text must never contain them. Lone surrogates
     become U+FFFD too (see ``_SURROGATE``); code-point offsets are unchanged.
     """
-    return _without_surrogates(text.translate(_SANITIZE))
+    for ch in ("\u0000", MATCH_START, MATCH_END):
+        if ch in text:
+            text = text.replace(ch, "\ufffd")
+    return _without_surrogates(text)
 
 
 # ---- documents and terms -------------------------------------------------------------------------
@@ -488,7 +488,7 @@ class TantivyIndex:
             doc.add_integer("time", d.time)
             doc.add_text("surface", _raw_term(d.surface))
             doc.add_text("text", text)
-            pairs = _pairs_text(analyze(text))
+            pairs = _pairs_text(list(_ANALYZER.analyze(text)))
             if pairs:
                 doc.add_text("pairs", pairs)
             doc.add_text("cwd", _nullable_term(d.cwd))
@@ -870,7 +870,10 @@ def _load_meta(doc: tantivy.Document) -> list[Any]:
 # ---- highlight spans (SPEC §7.5, §7.8) -----------------------------------------------------------
 _WINDOW: Final = 4_096
 _ASCII_ALNUM: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_ASCII_ALNUM_CI: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ") | _ASCII_ALNUM
+_ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 _ASCII_TOKEN: Final = re.compile("[a-z0-9]+")
+_ASCII_TOKEN_CI: Final = re.compile("[A-Za-z0-9]+")
 _NON_ASCII: Final = re.compile("[^\x00-\x7f]")
 _SEPARATOR_CACHE: dict[str, bool] = {}
 _SEPARATOR_CACHE_MAX: Final = 65_536
@@ -887,19 +890,44 @@ def _is_separator(ch: str) -> bool:
     return known
 
 
-def _ascii_tokens_only(text: str) -> bool:
-    """True when every non-ASCII character of ``text`` separates tokens.
+def _clean_prefix_end(text: str) -> int:
+    """End of the longest prefix whose tokens are all ``[A-Za-z0-9]`` runs, cut at a
+    separator: before the first non-ASCII token character, every non-ASCII character
+    separates tokens, so there the analyzer's tokens are the ASCII runs, lowercased
+    (folding leaves ASCII alone). ``len(text)`` when no such character exists."""
+    for m in _NON_ASCII.finditer(text):
+        if not _is_separator(m.group()):
+            cut = m.start()
+            while cut > 0 and text[cut - 1] in _ASCII_ALNUM_CI:
+                cut -= 1
+            return cut
+    return len(text)
 
-    Then the analyzer's tokens are exactly the maximal ``[A-Za-z0-9]`` runs, lowercased
-    (folding leaves ASCII alone), and ``str`` methods can find a phrase at C speed.
-    """
-    return all(_is_separator(ch) for ch in set(_NON_ASCII.findall(text)))
+
+def _resume_point(text: str, cut: int, n: int) -> int:
+    """Start of the ``n-1``-th last token before ``cut``: the earliest start of an
+    occurrence that is not inside ``text[:cut]`` but may begin there."""
+    if n == 1:
+        return cut
+    lookback = 512
+    while True:
+        lo = max(0, cut - lookback)
+        starts = [m.start() for m in _ASCII_TOKEN_CI.finditer(text, lo, cut)]
+        if starts and lo > 0 and starts[0] == lo:
+            starts = starts[1:]  # may be the tail of a longer token
+        if len(starts) >= n - 1:
+            return starts[-(n - 1)]
+        if lo == 0:
+            return 0
+        lookback *= 4
 
 
 def _find_ascii(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
-    """First occurrence under ``_ascii_tokens_only``: ``str.find`` on the first token, a
-    regex for the rest (one or more separators between tokens)."""
-    low = text.lower()  # length-preserving here: no non-ASCII letters
+    """First occurrence in text whose tokens are ASCII runs (see ``_clean_prefix_end``):
+    ``str.find`` on the first token, a regex for the rest (separators in between)."""
+    low = text.lower()
+    if len(low) != len(text):  # a non-ASCII separator with a longer lowercase form
+        low = text.translate(_ASCII_LOWER)
     first, size = tokens[0], len(tokens[0])
     rest = re.compile("".join(f"[^a-z0-9]+{t}" for t in tokens[1:]) + "(?![a-z0-9])")
     pos = low.find(first)
@@ -929,8 +957,9 @@ def _find_phrase(words: list[str], tokens: list[str], usable: int) -> int:
             return i
 
 
-def _find_analyzed(text: str, tokens: list[str]) -> tuple[int, int] | None:
-    """First occurrence by the analyzer itself, window by window from the start.
+def _find_analyzed(text: str, tokens: list[str], base: int) -> tuple[int, int] | None:
+    """First occurrence at or after ``base`` (a token start or a separator boundary) by
+    the analyzer itself, window by window.
 
     Cost follows the position of the first occurrence, not the document's length. A
     window may cut its last token, so an occurrence must end before it; the next window
@@ -938,7 +967,7 @@ def _find_analyzed(text: str, tokens: list[str]) -> tuple[int, int] | None:
     cut token whole). Offsets are code points.
     """
     n = len(tokens)
-    base, width = 0, _WINDOW
+    width = _WINDOW
     while True:
         complete = base + width >= len(text)
         toks = _ANALYZER.pre_tokenize(text[base:] if complete else text[base : base + width]).tokens
@@ -962,19 +991,28 @@ def _find_analyzed(text: str, tokens: list[str]) -> tuple[int, int] | None:
 def first_occurrence(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
     """Code-point span of the first occurrence of the token phrase in ``text``.
 
-    Exact with respect to the index analyzer: text whose token characters are all ASCII
-    takes the ``str``-method path; other text is tokenized by the analyzer. ``None`` when
-    there is no occurrence or offsets look wrong — the snippet then starts at the
-    beginning instead of failing the search.
+    Exact with respect to the index analyzer, and fast on the usual text: the longest
+    prefix whose token characters are all ASCII (``_clean_prefix_end``; all of an ASCII
+    text) is searched with ``str`` methods; only an occurrence not inside it makes the
+    analyzer tokenize, from the last ``n-1`` tokens of that prefix on. ``None`` when there
+    is no occurrence or offsets look wrong — the snippet then starts at the beginning
+    instead of failing the search.
     """
     if not tokens:
         return None
     wanted = list(tokens)
-    if all(_ASCII_TOKEN.fullmatch(t) for t in wanted) and (
-        text.isascii() or _ascii_tokens_only(text)
-    ):
-        return _find_ascii(text, wanted)
-    span = _find_analyzed(_without_surrogates(text), wanted)
+    ascii_query = all(_ASCII_TOKEN.fullmatch(t) for t in wanted)
+    if text.isascii():
+        return _find_ascii(text, wanted) if ascii_query else None
+    text = _without_surrogates(text)  # same length: offsets stay valid for the caller
+    cut = _clean_prefix_end(text)
+    if ascii_query:
+        span = _find_ascii(text[:cut], wanted)
+        if span is not None:
+            return span
+    if cut == len(text):
+        return None
+    span = _find_analyzed(text, wanted, _resume_point(text, cut, len(wanted)))
     if span is None or not 0 <= span[0] < span[1] <= len(text):
         return None
     return span

@@ -1,0 +1,119 @@
+"""Turn a set of dsh log files (or roots) into event-stream records, once or repeatedly.
+
+``LogWatcher.scan()`` re-reads only logs whose size or mtime changed and yields what is
+new since the last scan: a ``header`` record for a new session, ``events`` records for
+the tail beyond what was already emitted, and a ``delete`` record when a log disappears.
+The publisher sends these to Kafka; the embedded service applies them directly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from indexer.logs.reader import LogRejectedError, read_log
+from indexer.logs.roots import discover
+from indexer.model import SessionEvent
+from indexer.model.records import DeleteRecord, EventsRecord, EventStreamRecord, HeaderRecord
+
+log = logging.getLogger("sessionq.watch")
+MAX_RECORD_BYTES = 1_000_000
+
+
+def event_batches(events: Sequence[SessionEvent], max_bytes: int) -> Iterator[list[SessionEvent]]:
+    """Contiguous slices whose encoded size stays under ``max_bytes`` (one event at least)."""
+    batch: list[SessionEvent] = []
+    size = 0
+    for e in events:
+        if batch and size + len(e.raw) > max_bytes:
+            yield batch
+            batch, size = [], 0
+        batch.append(e)
+        size += len(e.raw) + 1
+    if batch:
+        yield batch
+
+
+@dataclass(slots=True)
+class _Tracked:
+    signature: tuple[int, int] = (-1, -1)
+    session_id: str | None = None
+    next_seq: int = 0
+
+
+@dataclass(slots=True)
+class Emitted:
+    """One record plus the routing key of its session."""
+
+    key: str
+    record: EventStreamRecord
+    events: int = 0
+
+
+@dataclass(slots=True)
+class LogWatcher:
+    paths: Sequence[Path]
+    max_record_bytes: int = MAX_RECORD_BYTES
+    rejected: dict[str, str] = field(default_factory=dict)
+    _files: dict[Path, _Tracked] = field(default_factory=dict)
+    _keys: dict[str, str] = field(default_factory=dict)
+
+    def scan(self) -> list[Emitted]:
+        out: list[Emitted] = []
+        present = set(discover(self.paths))
+        for path in sorted(present):
+            out.extend(self._scan_file(path))
+        for path in [p for p in self._files if p not in present]:
+            tracked = self._files.pop(path)
+            self.rejected.pop(str(path), None)
+            if tracked.session_id is not None:
+                key = self._keys.pop(tracked.session_id, f"session:{tracked.session_id}")
+                out.append(
+                    Emitted(key, DeleteRecord(v=1, kind="delete", session_id=tracked.session_id))
+                )
+        return out
+
+    def _scan_file(self, path: Path) -> list[Emitted]:
+        tracked = self._files.setdefault(path, _Tracked())
+        try:
+            st = path.stat()
+        except OSError:
+            return []
+        signature = (st.st_size, st.st_mtime_ns)
+        if signature == tracked.signature:
+            return []
+        tracked.signature = signature
+        try:
+            session = read_log(path)
+        except LogRejectedError as exc:
+            if self.rejected.get(str(path)) != str(exc):
+                log.warning("skipping %s", exc)
+            self.rejected[str(path)] = str(exc)
+            return []
+        except OSError as exc:
+            self.rejected[str(path)] = f"{path}: cannot read: {exc}"
+            return []
+        self.rejected.pop(str(path), None)
+        header = session.header
+        key = header.routing_key
+        out: list[Emitted] = []
+        if tracked.session_id != header.id:
+            tracked.session_id, tracked.next_seq = header.id, 0
+            self._keys[header.id] = key
+            out.append(Emitted(key, HeaderRecord(v=1, kind="header", header=header.to_json())))
+        fresh = [e for e in session.events if e.seq >= tracked.next_seq]
+        for batch in event_batches(fresh, self.max_record_bytes):
+            out.append(
+                Emitted(
+                    key,
+                    EventsRecord(
+                        v=1, kind="events", session_id=header.id, events=[e.obj for e in batch]
+                    ),
+                    len(batch),
+                )
+            )
+        if fresh:
+            tracked.next_seq = fresh[-1].seq + 1
+        return out
