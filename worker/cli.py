@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 import orjson
 
 if TYPE_CHECKING:
+    from indexer.metrics import Metrics
     from indexer.settings import KafkaSettings
+    from worker.http_ops import Readiness
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -186,13 +188,24 @@ def _kafka(args: argparse.Namespace) -> KafkaSettings:
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
-    import logging
+    from worker.logs import configure_logging
 
-    logging.basicConfig(
-        level=getattr(args, "log_level", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(getattr(args, "log_format", "text"), getattr(args, "log_level", "INFO"))
+
+
+async def _serve_ops(listen: str | None, metrics: Metrics, ready: Readiness) -> object:
+    """Start ``/metrics``, ``/healthz``, ``/readyz`` when a listen address is configured."""
+    if not listen:
+        return None
+    from aiohttp import web
+
+    from worker.http_ops import ops_routes, start_server
+
+    app = web.Application()
+    app.add_routes(ops_routes(metrics, ready))
+    runner, port = await start_server(app, listen)
+    print(f"metrics on {listen.rpartition(':')[0]}:{port}", file=sys.stderr)
+    return runner
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
@@ -210,18 +223,23 @@ def cmd_indexer(args: argparse.Namespace) -> int:
     import asyncio
 
     from indexer.consumer import Indexer
+    from indexer.metrics import Metrics
     from indexer.settings import IndexerSettings
 
     _setup_logging(args)
     settings = IndexerSettings(data=args.data)
 
     async def main() -> None:
-        indexer = Indexer(settings, _kafka(args))
+        metrics = Metrics("indexer")
+        indexer = Indexer(settings, _kafka(args), metrics=metrics)
         await indexer.start()
+        runner = await _serve_ops(args.metrics_listen, metrics, indexer.caught_up)
         try:
             await indexer.run()
         finally:
             await indexer.close()
+            if runner is not None:
+                await runner.cleanup()  # type: ignore[attr-defined]
 
     asyncio.run(main())
     return EXIT_OK
@@ -230,13 +248,20 @@ def cmd_indexer(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
 
+    from indexer.metrics import Metrics
     from indexer.query.service import StoreQueryService
     from worker.consumer import Worker
     from worker.handler import ToolService, ToolServiceConfig
     from worker.settings import WorkerSettings
 
     _setup_logging(args)
-    settings = WorkerSettings(data=args.data, group=args.group)
+    settings = WorkerSettings(
+        data=args.data,
+        group=args.group,
+        max_search_results=args.max_search_results,
+        search_timeout_ms=args.search_timeout_ms,
+        max_timeout_ms=args.max_timeout_ms,
+    )
 
     async def main() -> None:
         service = StoreQueryService(settings.data)
@@ -247,13 +272,17 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 searchTimeoutMs=settings.search_timeout_ms,
             ),
         )
-        worker = Worker(settings, _kafka(args), service, tools)
+        metrics = Metrics("worker")
+        worker = Worker(settings, _kafka(args), service, tools, metrics=metrics)
         await worker.start()
+        runner = await _serve_ops(args.metrics_listen, metrics, worker.ready)
         try:
             await worker.run()
         finally:
             await worker.close()
             service.close()
+            if runner is not None:
+                await runner.cleanup()  # type: ignore[attr-defined]
 
     asyncio.run(main())
     return EXIT_OK
@@ -285,6 +314,65 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return asyncio.run(main())
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from worker.handler import ToolServiceConfig
+    from worker.http_ops import start_server
+    from worker.serve import Embedded
+
+    _setup_logging(args)
+    config = ToolServiceConfig(
+        maxSearchResults=args.max_search_results, searchTimeoutMs=args.search_timeout_ms
+    )
+
+    async def main() -> None:
+        embedded = Embedded(
+            [Path(p) for p in args.sessions],
+            args.data,
+            config=config,
+            max_timeout_ms=args.max_timeout_ms,
+        )
+        runner, port = await start_server(embedded.app(), args.listen)
+        host = args.listen.rpartition(":")[0].strip("[]")
+        base = f"http://{host}:{port}"
+        print(f"sessionq serving on {base} (ingesting...)", file=sys.stderr, flush=True)
+        bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            bar = tqdm(unit="record", file=sys.stderr, desc="ingest")
+
+        def progress(done: int, total: int) -> None:
+            if bar is not None:
+                bar.total = total
+                bar.n = done
+                bar.refresh()
+
+        try:
+            await embedded.initial_ingest(progress)
+            if bar is not None:
+                bar.close()
+            s = embedded.status
+            print(
+                f"ready: {s.applied_records} records applied, {len(s.rejected)} files rejected;"
+                f" console {base}/",
+                flush=True,
+            )
+            for reason in s.rejected.values():
+                print(f"  rejected: {reason}", file=sys.stderr)
+            await embedded.watch(args.poll_ms / 1000)
+        finally:
+            await runner.cleanup()
+            embedded.close()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        return EXIT_OK
+    return EXIT_OK
+
+
 def _bootstrap_arg(p: argparse.ArgumentParser) -> None:
     default = env("bootstrap")
     p.add_argument(
@@ -292,6 +380,63 @@ def _bootstrap_arg(p: argparse.ArgumentParser) -> None:
         default=default,
         required=default is None,
         help="Kafka bootstrap address host:port (SESSIONQ_BOOTSTRAP)",
+    )
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = env(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(
+            f"sessionq: SESSIONQ_{name.upper()} must be an integer, got {raw!r}"
+        ) from None
+
+
+def _log_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default=env("log_format", "text"),
+        help="log lines as text or JSON (SESSIONQ_LOG_FORMAT)",
+    )
+    p.add_argument(
+        "--log-level",
+        default=env("log_level", "INFO"),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="SESSIONQ_LOG_LEVEL",
+    )
+
+
+def _ops_args(p: argparse.ArgumentParser, default_listen: str) -> None:
+    p.add_argument(
+        "--metrics-listen",
+        default=env("metrics_listen", default_listen),
+        help="HOST:PORT for /metrics, /healthz, /readyz; empty disables (SESSIONQ_METRICS_LISTEN)",
+    )
+    _log_args(p)
+
+
+def _tool_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-search-results",
+        type=_positive_int,
+        default=_env_int("max_search_results", 100),
+        help="SESSIONQ_MAX_SEARCH_RESULTS",
+    )
+    p.add_argument(
+        "--search-timeout-ms",
+        type=_positive_int,
+        default=_env_int("search_timeout_ms", 30000),
+        help="SESSIONQ_SEARCH_TIMEOUT_MS",
+    )
+    p.add_argument(
+        "--max-timeout-ms",
+        type=_positive_int,
+        default=_env_int("max_timeout_ms", 60000),
+        help="cap on a request's timeout_ms (SESSIONQ_MAX_TIMEOUT_MS)",
     )
 
 
@@ -365,12 +510,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("indexer", help="consume the events topic into a data directory")
     _bootstrap_arg(p)
     _data_arg(p)
+    _ops_args(p, "0.0.0.0:9464")
     p.set_defaults(handler=cmd_indexer)
 
     p = sub.add_parser("worker", help="answer tool calls from the requests topic")
     _bootstrap_arg(p)
     _data_arg(p)
     p.add_argument("--group", default=env("group", "sessionq-workers"), help="consumer group")
+    _tool_args(p)
+    _ops_args(p, "0.0.0.0:9465")
     p.set_defaults(handler=cmd_worker)
 
     p = sub.add_parser("publish", help="publish dsh session logs to the events topic")
@@ -378,6 +526,26 @@ def build_parser() -> argparse.ArgumentParser:
     _bootstrap_arg(p)
     p.add_argument("--follow", action="store_true", help="keep publishing appended events")
     p.set_defaults(handler=cmd_publish)
+
+    p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
+    p.add_argument(
+        "--sessions",
+        nargs="+",
+        required=env("sessions") is None,
+        default=(env("sessions") or "").split(os.pathsep) if env("sessions") else None,
+        help="dsh session root(s) or log files (SESSIONQ_SESSIONS, os.pathsep-separated)",
+    )
+    _data_arg(p)
+    p.add_argument("--listen", default=env("listen", "127.0.0.1:8765"), help="HTTP HOST:PORT")
+    p.add_argument(
+        "--poll-ms",
+        type=_positive_int,
+        default=int(env("poll_ms", "200") or 200),
+        help="how often the logs are re-scanned",
+    )
+    _tool_args(p)
+    _log_args(p)
+    p.set_defaults(handler=cmd_serve)
 
     p = sub.add_parser("manifest", help="print the prompt section and tool definitions")
     p.set_defaults(handler=cmd_manifest)

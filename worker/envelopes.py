@@ -151,3 +151,32 @@ def reply_for(request_id: str, result: ToolReply) -> Reply:
 
 def error_reply(request_id: str, code: str, message: str) -> Reply:
     return Reply(id=request_id, ok=False, error=ReplyError(code=code, message=message))
+
+
+class HttpCall(BaseModel):
+    """``POST /v1/call`` body: the request envelope without ``reply_to`` (embedded mode)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    v: Literal[1] = 1
+    kind: Literal["request"] = "request"
+    id: str | None = Field(default=None, min_length=1)
+    tool: str
+    arguments: Any = None
+    caller: CallerRef | None = None
+    timeout_ms: int | None = Field(default=None, ge=1)
+
+    def to_request(self, request_id: str) -> ToolRequest:
+        return ToolRequest(
+            v=1,
+            kind="request",
+            id=self.id or request_id,
+            reply_to="http",
+            tool=self.tool,
+            arguments=self.arguments,
+            caller=self.caller,
+            timeout_ms=self.timeout_ms,
+        )
+
+
+def first_validation_error(exc: ValidationError) -> str:
+    return _first_error(exc)

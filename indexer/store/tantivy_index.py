@@ -347,6 +347,7 @@ class TantivyIndex:
         # reused across processes only once no live document carries them.
         self._ordinals: dict[str, int] = {}
         self._next_ordinal = 1
+        self._closed = False
         if writable:
             path.mkdir(parents=True, exist_ok=True)
             index = tantivy.Index(self._schema, path=str(path), reuse=True)
@@ -418,19 +419,23 @@ class TantivyIndex:
         replaces atomically on every commit.
         """
         if self._index is None:
-            if not self.writable:
+            if not self.writable and not self._closed:
                 self._open_reader()
             return
         if self._signature() != self._meta_signature:
             self._reload_index()
 
     def close(self) -> None:
-        """Drop uncommitted changes, wait for merges and release the writer lock."""
+        """Drop uncommitted changes, wait for merges and release the writer lock.
+
+        Afterwards searches see an empty index and writes raise.
+        """
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.rollback()
             writer.wait_merging_threads()
         self._index = None
+        self._closed = True
 
     def _searcher(self) -> tantivy.Searcher | None:
         return None if self._index is None else self._index.searcher()

@@ -1,0 +1,227 @@
+"""Embedded mode: both roles in one process, no broker (``sessionq serve``).
+
+Session logs (a dsh root or files) are the event source: ``LogWatcher`` turns new logs,
+appended events and removed logs into the same records the Kafka indexer applies, and
+the store applies them batch by batch. Tool calls arrive over HTTP and run through the
+same ``Dispatcher`` as the Kafka worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+from pydantic import ValidationError
+
+from indexer.errors import SessionqError
+from indexer.logs.watch import Emitted, LogWatcher
+from indexer.metrics import Metrics
+from indexer.query.service import StoreQueryService
+from indexer.stats import store_stats
+from indexer.storage import Store
+from worker.dispatch import KNOWN_TOOLS, Dispatcher
+from worker.envelopes import HttpCall, first_validation_error
+from worker.handler import ToolService, ToolServiceConfig, manifest
+from worker.http_ops import ops_routes
+
+log = logging.getLogger("sessionq.serve")
+
+
+@dataclass(slots=True)
+class IngestStatus:
+    ready: bool = False
+    applied_records: int = 0
+    rejected_records: int = 0
+    last_applied_at: float | None = None
+    last_scan_at: float | None = None
+    pending_changes: int = 0
+    rejected: dict[str, str] = field(default_factory=dict)
+
+
+class Embedded:
+    """Store writer + log watcher + query service + tools, in one process."""
+
+    def __init__(
+        self,
+        sessions: Sequence[Path],
+        data: Path,
+        *,
+        config: ToolServiceConfig | None = None,
+        max_timeout_ms: int = 60000,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.data = data
+        self.metrics = metrics if metrics is not None else Metrics("serve")
+        self.store = Store(data)
+        self.watcher = LogWatcher(list(sessions))
+        self.service = StoreQueryService(data)
+        self.tools = ToolService(self.service, config)
+        self.dispatcher = Dispatcher(
+            self.service, self.tools, self.metrics, max_timeout_ms=max_timeout_ms
+        )
+        self.status = IngestStatus()
+        self._lock = asyncio.Lock()
+
+    # ---- ingestion ----------------------------------------------------------------------------
+    def _apply(self, items: Sequence[Emitted]) -> None:
+        """Apply records (a bad one is logged and counted, the rest go on), then commit."""
+        if not items:
+            return
+        started = time.perf_counter()
+        for item in items:
+            try:
+                applied = self.store.apply(item.record)
+            except SessionqError as exc:
+                self.status.rejected_records += 1
+                self.metrics.dlq_records.labels("embedded").inc()
+                log.warning("rejected %s record of %s: %s", item.record.kind, item.key, exc)
+                continue
+            if applied.noop:
+                self.metrics.records_noop.inc()
+            else:
+                self.status.applied_records += 1
+                self.metrics.records_applied.labels(applied.kind).inc()
+        self.store.commit()
+        self.metrics.commit_seconds.observe(time.perf_counter() - started)
+        self.status.last_applied_at = time.time()
+        self.metrics.last_applied.set(self.status.last_applied_at)
+
+    def _scan(self) -> list[Emitted]:
+        items = self.watcher.scan()
+        self.status.last_scan_at = time.time()
+        self.status.rejected = dict(self.watcher.rejected)
+        return items
+
+    async def sync_once(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Scan the logs once and apply what changed; returns the records applied."""
+        async with self._lock:
+            items = await asyncio.to_thread(self._scan)
+            self.status.pending_changes = len(items)
+            step = 200
+            for i in range(0, len(items), step):
+                await asyncio.to_thread(self._apply, items[i : i + step])
+                self.status.pending_changes = max(0, len(items) - i - step)
+                if progress is not None:
+                    progress(min(i + step, len(items)), len(items))
+            return len(items)
+
+    async def initial_ingest(self, progress: Callable[[int, int], None] | None = None) -> None:
+        await self.sync_once(progress)
+        self.status.ready = True
+        self.metrics.ready.set(1)
+
+    async def watch(self, interval_s: float = 0.2) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.sync_once()
+            except Exception:
+                log.exception("log scan failed; retrying")
+
+    async def ready(self) -> bool:
+        return self.status.ready
+
+    def close(self) -> None:
+        self.service.close()
+        self.store.close()
+
+    # ---- HTTP ---------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=4 * 1024 * 1024)
+        app.add_routes(ops_routes(self.metrics, self.ready))
+        app.add_routes(
+            [
+                web.post("/v1/call", self._call_view),
+                web.get("/v1/manifest", self._manifest_view),
+                web.get("/v1/status", self._status_view),
+                web.get("/v1/sessions", self._sessions_view),
+                web.get("/", self._console_view),
+            ]
+        )
+        return app
+
+    @staticmethod
+    def _bad(status: int, code: str, message: str) -> web.Response:
+        return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+    async def _call_view(self, request: web.Request) -> web.Response:
+        received_ms = time.time() * 1000
+        body = await request.read()
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            return self._bad(400, "BAD_REQUEST", f"body is not JSON: {exc}")
+        try:
+            call = HttpCall.model_validate(obj)
+        except ValidationError as exc:
+            return self._bad(400, "BAD_REQUEST", first_validation_error(exc))
+        if call.tool not in KNOWN_TOOLS:
+            return self._bad(
+                404,
+                "UNKNOWN_TOOL",
+                f"unknown tool {call.tool!r}; known tools: {', '.join(sorted(KNOWN_TOOLS))}",
+            )
+        reply = await self.dispatcher.answer(call.to_request(str(uuid.uuid4())), received_ms)
+        return web.Response(body=reply.encode(), content_type="application/json")
+
+    async def _manifest_view(self, _: web.Request) -> web.Response:
+        return web.json_response(manifest(self.tools.config))
+
+    async def _status_view(self, _: web.Request) -> web.Response:
+        stats = await asyncio.to_thread(store_stats, self.data)
+        s = self.status
+        now = time.time()
+        return web.json_response(
+            {
+                "ready": s.ready,
+                "sessions": stats.sessions,
+                "events": stats.events,
+                "documents": stats.documents,
+                "workspaces": stats.workspaces,
+                "applied_records": s.applied_records,
+                "rejected_records": s.rejected_records,
+                "last_applied_at": s.last_applied_at,
+                "lag": {
+                    "pending_changes": s.pending_changes,
+                    "seconds_since_scan": None if s.last_scan_at is None else now - s.last_scan_at,
+                },
+                "rejected_files": s.rejected,
+            }
+        )
+
+    async def _sessions_view(self, _: web.Request) -> web.Response:
+        records = (await asyncio.to_thread(self.service.filter_sessions, []))[:500]
+        titles = await asyncio.to_thread(
+            self.service.read_title_snapshots, [r.header.id for r in records]
+        )
+        title_of: dict[str, Any] = {
+            t.session_id: t.title.title if t.title else None for t in titles
+        }
+        return web.json_response(
+            [
+                {
+                    "id": r.header.id,
+                    "cwd": r.header.cwd,
+                    "parent": r.header.parent_session,
+                    "created_at": r.header.created_at,
+                    "title": title_of.get(r.header.id),
+                    "last_step_seq": await asyncio.to_thread(
+                        self.service.last_step_start_seq, r.header.id
+                    ),
+                }
+                for r in records
+            ]
+        )
+
+    async def _console_view(self, _: web.Request) -> web.Response:
+        page = resources.files("worker.console").joinpath("index.html").read_text()
+        return web.Response(text=page, content_type="text/html")
