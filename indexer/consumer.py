@@ -82,6 +82,7 @@ class Indexer:
         self._on_commit = on_commit
         self.metrics = metrics if metrics is not None else Metrics("indexer")
         self._stopping = asyncio.Event()
+        self._caught_up = False
 
     async def start(self) -> None:
         await self.dlq.start()
@@ -189,6 +190,8 @@ class Indexer:
                 batch_started = time.monotonic()
             elif not batch_count:
                 batch_started = time.monotonic()
+                if not records and not self._caught_up:
+                    await self.caught_up()
         await self.commit()
 
     async def lag(self) -> dict[int, int]:
@@ -199,4 +202,13 @@ class Indexer:
         return self.counters.lag
 
     async def caught_up(self) -> bool:
-        return all(v == 0 for v in (await self.lag()).values())
+        """Readiness: sticky once every partition reached its end offset (lag 0) one time,
+        so steady traffic does not make a healthy replica flap."""
+        if self._caught_up:
+            return True
+        if all(v == 0 for v in (await self.lag()).values()) and not self._offsets:
+            self._caught_up = True
+            self.store.tables.begin()
+            self.store.tables.mark_caught_up(time.time())
+            self.store.tables.commit()
+        return self._caught_up

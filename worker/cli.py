@@ -7,9 +7,10 @@ case, dashes as underscores); an explicit flag wins.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -233,6 +234,7 @@ def cmd_indexer(args: argparse.Namespace) -> int:
         metrics = Metrics("indexer")
         indexer = Indexer(settings, _kafka(args), metrics=metrics)
         await indexer.start()
+        _on_terminate(indexer.stop)
         runner = await _serve_ops(args.metrics_listen, metrics, indexer.caught_up)
         try:
             await indexer.run()
@@ -274,7 +276,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
         )
         metrics = Metrics("worker")
         worker = Worker(settings, _kafka(args), service, tools, metrics=metrics)
+        if args.wait_for_index:
+            await _wait_for_index(settings.data)
         await worker.start()
+        _on_terminate(worker.stop)
         runner = await _serve_ops(args.metrics_listen, metrics, worker.ready)
         try:
             await worker.run()
@@ -301,6 +306,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         producer = Producer(kafka.bootstrap, client_id="sessionq-publisher")
         await producer.start()
         publisher = Publisher(producer, kafka.events_topic)
+        _on_terminate(publisher.stop)
         try:
             await publisher.run([Path(p) for p in args.paths], follow=args.follow)
         finally:
@@ -361,7 +367,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
             for reason in s.rejected.values():
                 print(f"  rejected: {reason}", file=sys.stderr)
-            await embedded.watch(args.poll_ms / 1000)
+            watch = asyncio.ensure_future(embedded.watch(args.poll_ms / 1000))
+
+            async def _stop() -> None:
+                watch.cancel()
+
+            _on_terminate(_stop)
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
         finally:
             await runner.cleanup()
             embedded.close()
@@ -371,6 +384,37 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return EXIT_OK
     return EXIT_OK
+
+
+def _on_terminate(stop: Callable[[], Awaitable[None]]) -> None:
+    """SIGTERM/SIGINT ask the role to stop: in-flight work finishes, offsets commit, the
+    consumer leaves its group."""
+    import asyncio
+    import signal
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda: asyncio.ensure_future(stop()))
+
+
+async def _wait_for_index(data: Path) -> None:
+    """Block until this data dir's indexer has caught up once (a replica joins the worker
+    group only with a complete index)."""
+    import asyncio
+
+    from indexer.storage import sqlite_path
+    from indexer.store.sqlite_tables import connect, indexer_caught_up
+
+    print("waiting for the indexer to catch up...", file=sys.stderr, flush=True)
+    while True:
+        if sqlite_path(data).exists():
+            conn = connect(sqlite_path(data), readonly=True)
+            try:
+                if indexer_caught_up(conn):
+                    return
+            finally:
+                conn.close()
+        await asyncio.sleep(0.5)
 
 
 def _bootstrap_arg(p: argparse.ArgumentParser) -> None:
@@ -517,6 +561,13 @@ def build_parser() -> argparse.ArgumentParser:
     _bootstrap_arg(p)
     _data_arg(p)
     p.add_argument("--group", default=env("group", "sessionq-workers"), help="consumer group")
+    p.add_argument(
+        "--wait-for-index",
+        action=argparse.BooleanOptionalAction,
+        default=(env("wait_for_index", "false") or "false").lower() in ("1", "true", "yes"),
+        help="join the group only after this data dir's indexer caught up once"
+        " (SESSIONQ_WAIT_FOR_INDEX)",
+    )
     _tool_args(p)
     _ops_args(p, "0.0.0.0:9465")
     p.set_defaults(handler=cmd_worker)
@@ -552,9 +603,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_env_defaults(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """argparse never checks defaults; values that came from SESSIONQ_* must obey the
+    same choices as flags, and fail at start naming the setting."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                _check_env_defaults(action.choices[chosen], args)
+            continue
+        if action.choices is None or action.dest == "help":
+            continue
+        value = getattr(args, action.dest, None)
+        if value is not None and value not in action.choices:
+            name = "SESSIONQ_" + action.dest.upper()
+            parser.error(f"{name}={value!r} is not one of {', '.join(map(str, action.choices))}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _check_env_defaults(parser, args)
     handler: Handler = args.handler
     return handler(args)
 

@@ -11,6 +11,7 @@ identical re-deliveries.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,10 @@ class Publisher:
         self.topic = topic
         self.summary = PublishSummary()
         self.watcher: LogWatcher | None = None
+        self._stopping = asyncio.Event()
+
+    async def stop(self) -> None:
+        self._stopping.set()
 
     async def run(self, paths: Sequence[Path], *, follow: bool, interval_s: float = 0.5) -> None:
         self.watcher = LogWatcher(paths)
@@ -44,9 +49,10 @@ class Publisher:
                 self.summary.records += 1
                 self.summary.events += item.events
                 self.summary.sessions += item.record.kind == "header"
-            if not follow:
+            if not follow or self._stopping.is_set():
                 return
-            await asyncio.sleep(interval_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), interval_s)
 
     @property
     def rejected(self) -> dict[str, str]:

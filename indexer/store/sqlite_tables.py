@@ -56,6 +56,15 @@ class EventRow:
     raw: bytes
 
 
+CAUGHT_UP_KEY = "indexer_caught_up_at"
+
+
+def indexer_caught_up(conn: sqlite3.Connection) -> bool:
+    """Whether the Kafka indexer of this data dir has reached the end of its topic once."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (CAUGHT_UP_KEY,)).fetchone()
+    return row is not None
+
+
 class SqliteTables:
     """Writer-side table access. Every method runs inside the open batch transaction."""
 
@@ -202,6 +211,12 @@ class SqliteTables:
             "INSERT INTO replacements(session_id, seq, start_seq, end_seq, shadowed)"
             " VALUES (?, ?, ?, ?, ?)",
             (session_id, seq, start, end, orjson.dumps(list(shadowed)).decode()),
+        )
+
+    def mark_caught_up(self, when: float) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
+            (CAUGHT_UP_KEY, repr(when)),
         )
 
     # ---- offsets -------------------------------------------------------------------------------
