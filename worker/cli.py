@@ -276,11 +276,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
         )
         metrics = Metrics("worker")
         worker = Worker(settings, _kafka(args), service, tools, metrics=metrics)
+        runner = await _serve_ops(args.metrics_listen, metrics, worker.ready)
         if args.wait_for_index:
             await _wait_for_index(settings.data)
         await worker.start()
         _on_terminate(worker.stop)
-        runner = await _serve_ops(args.metrics_listen, metrics, worker.ready)
         try:
             await worker.run()
         finally:

@@ -108,7 +108,7 @@ _ALPHABET = st.sampled_from(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=2000, deadline=None)
 @given(st.text(alphabet=_ALPHABET, max_size=60), st.integers(min_value=1, max_value=30))
 def test_matches_the_literal_walk(marked: str, max_chars: int) -> None:
     got = make_snippet(marked, max_chars)
