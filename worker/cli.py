@@ -417,6 +417,12 @@ async def _wait_for_index(data: Path) -> None:
         await asyncio.sleep(0.5)
 
 
+def cmd_demo_corpus(args: argparse.Namespace) -> int:
+    from worker.demo_corpus import cli_main
+
+    return cli_main(args.out, args.sessions, args.seed)
+
+
 def _bootstrap_arg(p: argparse.ArgumentParser) -> None:
     default = env("bootstrap")
     p.add_argument(
@@ -597,6 +603,12 @@ def build_parser() -> argparse.ArgumentParser:
     _tool_args(p)
     _log_args(p)
     p.set_defaults(handler=cmd_serve)
+
+    p = sub.add_parser("demo-corpus", help="write a demo dsh session root (make run uses it)")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--sessions", type=_positive_int, default=24, help="number of sessions (>= 8)")
+    p.add_argument("--seed", type=int, default=7, help="random seed (same seed, same files)")
+    p.set_defaults(handler=cmd_demo_corpus)
 
     p = sub.add_parser("manifest", help="print the prompt section and tool definitions")
     p.set_defaults(handler=cmd_manifest)

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# `make run`: serve session logs in embedded mode with the web console.
+#
+#   scripts/run.sh [SESSIONS] [DATA]
+#
+# SESSIONS  dsh session root(s) or log files, ':'-separated; empty = write a demo corpus
+#           to .sessionq/demo (24 sessions) and serve that.
+# DATA      data directory (default .sessionq/data).
+# SESSIONQ_LISTEN  HOST:PORT to listen on (default 127.0.0.1:8765).
+# VENV      virtualenv to use (default .venv, which `make run` creates).
+#
+# The server runs in the foreground (Ctrl-C stops it). A background poller waits for
+# /readyz, then prints the console URL and example calls; it is stopped on exit.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+SESSIONS="${1:-}"
+DATA="${2:-}"
+DATA="${DATA:-.sessionq/data}"
+LISTEN="${SESSIONQ_LISTEN:-127.0.0.1:8765}"
+VENV="${VENV:-.venv}"
+PY="$VENV/bin/python"
+SQ="$VENV/bin/sessionq"
+
+if [[ ! -x "$PY" || ! -x "$SQ" ]]; then
+    echo "run.sh: no sessionq in $VENV; run 'make run' (it creates the venv first)" >&2
+    exit 1
+fi
+
+if [[ -z "$SESSIONS" ]]; then
+    SESSIONS=.sessionq/demo
+    if "$SQ" demo-corpus --help >/dev/null 2>&1; then
+        "$SQ" demo-corpus --out "$SESSIONS" --sessions 24
+    else
+        "$PY" -m worker.demo_corpus --out "$SESSIONS" --sessions 24
+    fi
+fi
+
+# SESSIONS=~/x reaches us unexpanded when make passes it through quoted.
+PATHS=()
+IFS=':' read -r -a RAW <<<"$SESSIONS"
+for p in "${RAW[@]}"; do
+    [[ -z "$p" ]] && continue
+    [[ "$p" == "~" || "$p" == "~/"* ]] && p="$HOME${p#\~}"
+    PATHS+=("$p")
+done
+if [[ ${#PATHS[@]} -eq 0 ]]; then
+    echo "run.sh: no session paths given" >&2
+    exit 2
+fi
+
+HOST="${LISTEN%:*}"
+PORT="${LISTEN##*:}"
+case "$HOST" in
+    "" | 0.0.0.0) HOST=127.0.0.1 ;;
+    "[::]" | "::") HOST="[::1]" ;;
+esac
+BASE="http://$HOST:$PORT"
+
+ready() {
+    if command -v curl >/dev/null 2>&1; then
+        curl -fsS --noproxy '*' -m 2 -o /dev/null "$BASE/readyz" 2>/dev/null
+    else
+        "$PY" -c 'import sys, urllib.request as u
+u.build_opener(u.ProxyHandler({})).open(sys.argv[1] + "/readyz", timeout=2)' "$BASE" \
+            >/dev/null 2>&1
+    fi
+}
+
+announce() {
+    until ready; do
+        kill -0 "$$" 2>/dev/null || exit 0
+        sleep 0.2
+    done
+    "$PY" -c 'import sys
+from worker.demo_corpus import print_examples
+print_examples(sys.argv[1], sys.argv[2:])' "$BASE" "${PATHS[@]}" || true
+}
+
+POLLER=
+cleanup() {
+    if [[ -n "$POLLER" ]]; then
+        kill "$POLLER" 2>/dev/null || true
+        wait "$POLLER" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+
+announce &
+POLLER=$!
+
+"$SQ" serve --sessions "${PATHS[@]}" --data "$DATA" --listen "$LISTEN"

@@ -1,0 +1,209 @@
+"""The web console in a real headless Chromium, driven over the DevTools protocol: status
+fills in, the caller list loads, a tool call shows the model-visible text, an error shows
+``Error: <message>`` with its code, and a screenshot is a PNG."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from .conftest import Served, eventually
+
+CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+START_TIMEOUT = 30.0
+UI_TIMEOUT = 10.0
+
+
+def chromium_binary() -> str:
+    for candidate in (*CHROMIUM_PATHS, shutil.which("chromium") or ""):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.skip(
+        "Chromium not found (/usr/bin/chromium); install Debian's chromium package "
+        "(apt-get install chromium) to run the console browser test"
+    )
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol client over one page websocket."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.ids = itertools.count(1)
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        call_id = next(self.ids)
+        message = {"id": call_id, "method": method, "params": params or {}}
+        await self.ws.send_str(json.dumps(message))
+        while True:
+            msg = await asyncio.wait_for(self.ws.receive(), timeout=UI_TIMEOUT)
+            if msg.type != aiohttp.WSMsgType.TEXT:
+                raise AssertionError(f"DevTools connection closed: {msg.type}")
+            data = json.loads(msg.data)
+            if data.get("id") == call_id:
+                if "error" in data:
+                    raise AssertionError(f"{method} failed: {data['error']}")
+                result: dict[str, Any] = data["result"]
+                return result
+
+    async def js(self, expression: str) -> Any:
+        result = await self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
+        if "exceptionDetails" in result:
+            raise AssertionError(f"page script failed: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+
+@contextlib.asynccontextmanager
+async def chromium(url: str, profile: Path) -> AsyncIterator[DevTools]:
+    binary = chromium_binary()
+    profile.mkdir()
+    proc = subprocess.Popen(
+        [
+            binary, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--no-first-run", "--no-default-browser-check", "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}", "--remote-debugging-port=0",
+            "--window-size=1280,900", url,
+        ],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        port_file = profile / "DevToolsActivePort"
+
+        async def devtools_port() -> int | None:
+            if proc.poll() is not None:
+                raise AssertionError(f"chromium exited with {proc.returncode}")
+            lines = port_file.read_text().split() if port_file.is_file() else []
+            return int(lines[0]) if lines else None
+
+        port = await eventually(devtools_port, timeout=START_TIMEOUT, what="DevTools port")
+        async with aiohttp.ClientSession() as http:
+
+            async def page_ws() -> str | None:
+                async with http.get(f"http://127.0.0.1:{port}/json/list") as resp:
+                    targets = await resp.json()
+                for t in targets:
+                    if t.get("type") == "page" and t.get("url", "").startswith(url):
+                        return str(t["webSocketDebuggerUrl"])
+                return None
+
+            ws_url = await eventually(page_ws, timeout=START_TIMEOUT, what="console page target")
+            async with http.ws_connect(ws_url, max_msg_size=0) as ws:
+                yield DevTools(ws)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+async def wait_js(page: DevTools, expression: str, what: str) -> Any:
+    async def probe() -> Any:
+        return await page.js(expression)
+
+    return await eventually(probe, timeout=UI_TIMEOUT, what=what)
+
+
+async def set_value(page: DevTools, element_id: str, value: str, event: str) -> None:
+    await page.js(
+        f"(() => {{ const el = document.getElementById({json.dumps(element_id)});"
+        f" el.value = {json.dumps(value)};"
+        f" el.dispatchEvent(new Event({json.dumps(event)}, {{bubbles: true}}));"
+        f" return el.value; }})()"
+    )
+
+
+async def run_and_wait(page: DevTools) -> tuple[str, str]:
+    await page.js("document.getElementById('output').dataset.state = 'submitted'")
+    await page.js("document.getElementById('run').click()")
+    state = await wait_js(
+        page,
+        "(() => { const s = document.getElementById('output').dataset.state;"
+        " return s === 'ok' || s === 'error' ? s : null; })()",
+        "call result",
+    )
+    text = await page.js("document.getElementById('output').textContent")
+    return str(state), str(text)
+
+
+async def test_console_playground_in_chromium(served: Served, tmp_path: Path) -> None:
+    chromium_binary()
+    demo = served.summary
+    caller = demo.find("pay-webhook-retry")
+    idem = demo.find("pay-idempotency")
+    foreign = demo.find("shop-flaky-parser")
+    started = time.monotonic()
+    async with chromium(f"{served.base}/", tmp_path / "profile") as page:
+        await wait_js(
+            page,
+            "document.readyState === 'complete' && !!document.getElementById('output')",
+            "console page loaded",
+        )
+        # Status panel: filled from /v1/status.
+        await wait_js(page, "document.getElementById('status').dataset.ready === 'true'", "ready")
+        assert await page.js("document.getElementById('status-sessions').textContent") == str(
+            len(demo.sessions)
+        )
+        # Caller list: filled from /v1/sessions with title and cwd.
+        loaded = await wait_js(
+            page, "Number(document.getElementById('caller').dataset.loaded || 0) || null", "callers"
+        )
+        assert loaded == len(demo.sessions)
+        labels: list[str] = await page.js(
+            "[...document.querySelectorAll('#caller option')].map(o => o.textContent)"
+        )
+        idem_label = f"修复支付回调的幂等性问题 — /home/dev/payments-api · {idem.id[:8]}"
+        assert idem_label in labels
+        assert await page.js("document.querySelector('label[for=caller]').textContent")
+
+        # The arguments example follows the tool.
+        await set_value(page, "caller", caller.id, "change")
+        await set_value(page, "tool", "session_trace", "change")
+        trace_example = json.loads(await page.js("document.getElementById('arguments').value"))
+        await set_value(page, "tool", "session_event_read", "change")
+        read_example = json.loads(await page.js("document.getElementById('arguments').value"))
+        assert "seq" in read_example and read_example != trace_example
+
+        # A search: exactly the text the model would see.
+        await set_value(page, "tool", "session_search", "change")
+        await set_value(page, "arguments", '{"query": "幂等性"}', "input")
+        state, text = await run_and_wait(page)
+        assert state == "ok", text
+        assert text.startswith("Session search results (")
+        assert idem.id in text
+
+        # An error: "Error: <message>" plus the code.
+        await set_value(page, "tool", "session_trace", "change")
+        await set_value(page, "arguments", json.dumps({"session_id": foreign.id}), "input")
+        state, text = await run_and_wait(page)
+        assert (state, text) == ("error", "Error: session target is outside the caller workspace")
+        code = await page.js("document.getElementById('output-code').textContent")
+        assert "SESSION_QUERY_TOOL_UNAUTHORIZED" in code
+
+        shot = await page.send("Page.captureScreenshot", {"format": "png"})
+        png = base64.b64decode(shot["data"])
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+        (tmp_path / "console.png").write_bytes(png)
+    assert time.monotonic() - started < 60
