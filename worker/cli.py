@@ -51,7 +51,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from indexer.logs.roots import discover
     from indexer.storage import Store
 
-    files = list(discover([Path(p) for p in args.paths]))
+    paths = [Path(p) for p in args.paths]
+    missing = [p for p in paths if not p.exists()]
+    for p in missing:
+        print(f"sessionq ingest: no such file or directory: {p}", file=sys.stderr)
+    files = list(discover([p for p in paths if p.exists()]))
+    if not files and missing:
+        return EXIT_FAILED
     store = Store(args.data)
     bar = None
     if sys.stderr.isatty() and files:
@@ -87,6 +93,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from indexer.stats import store_stats
 
+    if not _data_exists(args):
+        return EXIT_USAGE
     stats = store_stats(args.data)
     if args.json:
         sys.stdout.write(orjson.dumps(stats.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -94,6 +102,33 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for key, value in stats.to_json().items():
         print(f"{key}: {value}")
     return EXIT_OK
+
+
+def _data_exists(args: argparse.Namespace) -> bool:
+    from indexer.storage import sqlite_path
+
+    if sqlite_path(args.data).exists():
+        return True
+    print(
+        f"sessionq {args.command}: no sessionq data directory at {args.data}"
+        " (create one with `sessionq ingest`)",
+        file=sys.stderr,
+    )
+    return False
+
+
+def _quiet_internal_log(args: argparse.Namespace) -> None:
+    """The sanitizer's diagnostics are for operators, not the model's text: in ``call``
+    they reach stderr only with ``--verbose``."""
+    import logging
+
+    if args.verbose:
+        from worker.logs import configure_logging
+
+        configure_logging("text", "DEBUG")
+    else:
+        logging.getLogger("sessionq").addHandler(logging.NullHandler())
+        logging.getLogger("sessionq").propagate = False
 
 
 # ---- call / manifest ---------------------------------------------------------------------------
@@ -146,6 +181,9 @@ def cmd_call(args: argparse.Namespace) -> int:
         if args.data is None:
             print("sessionq call: give --data DIR or --bootstrap HOST:PORT", file=sys.stderr)
             return EXIT_USAGE
+        if not _data_exists(args):
+            return EXIT_USAGE
+        _quiet_internal_log(args)
         from indexer.query.service import StoreQueryService
         from worker.envelopes import reply_for
         from worker.handler import Caller, ToolService
@@ -548,6 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout-ms", type=_nonneg_int, default=None, help="call deadline")
     p.add_argument("--json", action="store_true", help="print the reply envelope")
+    p.add_argument("--verbose", action="store_true", help="print internal diagnostics")
     p.set_defaults(handler=cmd_call)
 
     p = sub.add_parser("topics", help="Kafka topics")
