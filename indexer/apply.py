@@ -16,7 +16,7 @@ import orjson
 
 from indexer.errors import INVALID_SURFACE, SOURCE_CONFLICT, LogValidationError, RecordRejectedError
 from indexer.extract import extract_text
-from indexer.fold import FoldStep, FoldViolation, SurfaceFold
+from indexer.fold import FoldedLog, FoldStep, FoldViolation, SurfaceFold
 from indexer.logs.envelope import check_envelope
 from indexer.model import SessionEvent, SessionHeader, parse_header
 from indexer.model.event import SURFACE_ELIGIBLE
@@ -143,7 +143,13 @@ class StoreWriter:
         return Applied("delete", session_id)
 
     # ---- events -------------------------------------------------------------------------------
-    def apply_events(self, session_id: str, events: Sequence[SessionEvent]) -> Applied:
+    def apply_events(
+        self,
+        session_id: str,
+        events: Sequence[SessionEvent],
+        *,
+        folded: FoldedLog | None = None,
+    ) -> Applied:
         """Continue a session's log with a contiguous batch.
 
         Order: (1) drop an identical re-delivered prefix (a differing one is a conflict);
@@ -164,6 +170,9 @@ class StoreWriter:
             raise RecordRejectedError(reason, SEQ_GAP)
 
         header = SessionHeader.model_validate_json(state.header_json)
+        if folded is not None and state.next_seq == 0 and len(folded.steps) == len(new):
+            # A whole log a reader already folded from seq 0: its steps are this fold.
+            return self._write(header, new, folded.steps, folded.state)
         fold = SurfaceFold(state.surface, state.next_seq)
         in_batch: dict[int, SessionEvent] = {}
 

@@ -279,6 +279,15 @@ def json_equal(a: Any, b: Any) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class FoldedLog:
+    """A log folded from seq 0 by a reader: every step and the final state, so the store
+    can apply a new session without folding it a second time."""
+
+    steps: list[FoldStep]
+    state: SurfaceFold
+
+
+@dataclass(frozen=True, slots=True)
 class FoldResult:
     """A whole-log fold: the final surface and every replace step, in event order."""
 

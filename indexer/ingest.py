@@ -62,7 +62,9 @@ def ingest_files(
                 with Savepoint(store.tables, "ingest_file"):
                     head = store.writer.apply_header(log.header)
                     applied = (
-                        store.writer.apply_events(log.header.id, log.events) if log.events else None
+                        store.writer.apply_events(log.header.id, log.events, folded=log.fold)
+                        if log.events
+                        else None
                     )
             except RecordRejectedError as exc:
                 summary.rejected.append(Rejection(path, f"{path}: {exc.message}"))

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from indexer.errors import LogValidationError
-from indexer.fold import SurfaceFold
+from indexer.fold import FoldedLog, FoldStep, SurfaceFold
 from indexer.logs.chunks import expand_chunk_row, is_chunk_row
 from indexer.logs.envelope import check_envelope, event_raw
 from indexer.logs.jsonl import iter_lines
@@ -39,6 +39,7 @@ class SessionLog:
     path: Path
     header: SessionHeader
     events: list[SessionEvent]
+    fold: FoldedLog | None = None
 
 
 class LogRejectedError(LogValidationError):
@@ -97,6 +98,7 @@ def read_log(path: Path | str, *, expected_id: str | None = None) -> SessionLog:
     header: SessionHeader | None = None
     events: list[SessionEvent] = []
     fold = SurfaceFold()
+    steps: list[FoldStep] = []
     event_at = events.__getitem__
     try:
         for line_no, line in iter_lines(path):
@@ -117,14 +119,14 @@ def read_log(path: Path | str, *, expected_id: str | None = None) -> SessionLog:
                         obj=member,
                         raw=event_raw(member),
                     )
-                    fold.step(event, event_at)
+                    steps.append(fold.step(event, event_at))
                     events.append(event)
                 continue
             event = check_envelope(obj, len(events))
-            fold.step(event, event_at)
+            steps.append(fold.step(event, event_at))
             events.append(event)
     except LogValidationError as exc:
         raise LogRejectedError(path, exc.line or at_line, exc.message, exc.code) from exc
     if header is None:
         raise LogRejectedError(path, 1, "empty or header-less session log")
-    return SessionLog(path=path, header=header, events=events)
+    return SessionLog(path=path, header=header, events=events, fold=FoldedLog(steps, fold))
