@@ -22,6 +22,23 @@ class InRecord:
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
+def to_records(batches: dict[Any, list[Any]]) -> list[InRecord]:
+    """aiokafka's ``getmany`` result as plain values, partition by partition."""
+    return [
+        InRecord(
+            tp.topic,
+            tp.partition,
+            m.offset,
+            m.key,
+            m.value,
+            m.timestamp,
+            tuple((k, v) for k, v in (m.headers or ())),
+        )
+        for tp, msgs in batches.items()
+        for m in msgs
+    ]
+
+
 class EventsSource:
     """Every partition of one topic, assigned manually (no group), positioned by the
     offsets stored with the data."""
@@ -66,22 +83,9 @@ class EventsSource:
             await self._consumer.seek_to_beginning(*fresh)
 
     async def poll(self, timeout_ms: int, max_records: int) -> list[InRecord]:
-        batches = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
-        out: list[InRecord] = []
-        for tp, msgs in batches.items():
-            for m in msgs:
-                out.append(
-                    InRecord(
-                        tp.topic,
-                        tp.partition,
-                        m.offset,
-                        m.key,
-                        m.value,
-                        m.timestamp,
-                        tuple((k, v) for k, v in (m.headers or ())),
-                    )
-                )
-        return out
+        return to_records(
+            await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        )
 
     async def lag(self) -> dict[int, int]:
         """Records not yet consumed per partition (end offset - position)."""

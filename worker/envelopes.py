@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from indexer.model.records import describe_validation_error
 from worker.handler import ToolReply
 
 
@@ -100,9 +101,7 @@ class InvalidRequestError(ValueError):
 
 
 def _first_error(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "record"
-    return f"invalid request envelope at {where}: {first['msg']}"
+    return describe_validation_error(exc).replace("record envelope", "request envelope", 1)
 
 
 def decode_request(value: bytes | None) -> RequestRecord:

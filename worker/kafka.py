@@ -4,32 +4,13 @@ reader of hosts, and producers. Domain code sees plain values only."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
-from indexer.kafka import InRecord, Producer
+from indexer.kafka import InRecord, Producer, to_records
 
 __all__ = ["GroupSource", "InRecord", "Producer", "ReplyReader"]
-
-
-def _records(batches: dict[Any, list[Any]]) -> list[InRecord]:
-    out: list[InRecord] = []
-    for tp, msgs in batches.items():
-        for m in msgs:
-            out.append(
-                InRecord(
-                    tp.topic,
-                    tp.partition,
-                    m.offset,
-                    m.key,
-                    m.value,
-                    m.timestamp,
-                    tuple((k, v) for k, v in (m.headers or ())),
-                )
-            )
-    return out
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -73,7 +54,7 @@ class GroupSource:
         self._consumer.subscribe([self.topic], listener=_Listener(on_revoked, on_assigned))
 
     async def poll(self, timeout_ms: int, max_records: int) -> list[InRecord]:
-        return _records(
+        return to_records(
             await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
         )
 
@@ -133,7 +114,7 @@ class ReplyReader:
             await self._consumer.position(tp)
 
     async def poll(self, timeout_ms: int) -> list[InRecord]:
-        return _records(await self._consumer.getmany(timeout_ms=timeout_ms, max_records=500))
+        return to_records(await self._consumer.getmany(timeout_ms=timeout_ms, max_records=500))
 
     async def stop(self) -> None:
         await self._consumer.stop()

@@ -56,6 +56,13 @@ EventStreamRecord = Annotated[
 _ADAPTER: TypeAdapter[EventStreamRecord] = TypeAdapter(EventStreamRecord)
 
 
+def describe_validation_error(exc: ValidationError) -> str:
+    """The first problem of an envelope, naming where it is: ``at events.0: ...``."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "record"
+    return f"invalid record envelope at {where}: {first['msg']}"
+
+
 def decode_record(value: bytes | None) -> EventStreamRecord:
     """Parse one record value; a clear ``RecordRejectedError`` names what is wrong."""
     if value is None:
@@ -67,9 +74,7 @@ def decode_record(value: bytes | None) -> EventStreamRecord:
     try:
         return _ADAPTER.validate_python(obj)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "record"
-        raise RecordRejectedError(f"invalid record envelope at {where}: {first['msg']}") from exc
+        raise RecordRejectedError(describe_validation_error(exc)) from exc
 
 
 def encode_record(record: EventStreamRecord) -> bytes:
