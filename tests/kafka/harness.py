@@ -1,0 +1,409 @@
+"""Helpers for the end-to-end Kafka tests: topic sets, topic readers, the store's stored
+offsets, the sessionq roles run in this process (indexer, worker, a whole stack), and the
+in-process reference answers. Raw records live in ``records``, CLI subprocesses in
+``processes``, polling in ``waiting``.
+
+Everything talks to the real broker of ``tests/kafka/conftest.py``; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.structs import ConsumerRecord
+
+from indexer.consumer import Indexer
+from indexer.ingest import ingest_files
+from indexer.logs.roots import discover
+from indexer.query.service import StoreQueryService
+from indexer.settings import IndexerSettings, KafkaSettings
+from indexer.storage import Store, sqlite_path
+from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
+from tests.kafka.waiting import wait_until
+from worker.client import SessionqClient
+from worker.consumer import Worker
+from worker.envelopes import Reply, reply_for
+from worker.handler import Caller, ToolService
+from worker.kafka import Producer
+from worker.publisher import Publisher
+from worker.settings import WorkerSettings
+
+# ---- topics ----
+
+
+@dataclass(frozen=True)
+class Topics:
+    """One test's private set of sessionq topics."""
+
+    bootstrap: str
+    events: str
+    requests: str
+    replies: str
+    dlq: str
+
+    def kafka(self) -> KafkaSettings:
+        return KafkaSettings(
+            bootstrap=self.bootstrap,
+            events_topic=self.events,
+            requests_topic=self.requests,
+            replies_topic=self.replies,
+            dlq_topic=self.dlq,
+        )
+
+    def env(self) -> dict[str, str]:
+        """The environment that points a CLI subprocess at these topics."""
+        return {
+            "SESSIONQ_EVENTS_TOPIC": self.events,
+            "SESSIONQ_REQUESTS_TOPIC": self.requests,
+            "SESSIONQ_REPLIES_TOPIC": self.replies,
+            "SESSIONQ_DLQ_TOPIC": self.dlq,
+        }
+
+
+async def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """The current end offset of every partition of ``topic``."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        parts = consumer.partitions_for_topic(topic)
+        if not parts:
+            await consumer._client.force_metadata_update()
+            parts = consumer.partitions_for_topic(topic) or set()
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        ends = await consumer.end_offsets(tps)
+        return {tp.partition: ends[tp] for tp in tps}
+    finally:
+        await consumer.stop()
+
+
+async def read_topic(bootstrap: str, topic: str, *, timeout: float = 30) -> list[ConsumerRecord]:
+    """Every record of ``topic`` up to its current end offsets, in (partition, offset) order."""
+    ends = await end_offsets(bootstrap, topic)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
+    await consumer.start()
+    out: list[ConsumerRecord] = []
+    try:
+        tps = [TopicPartition(topic, p) for p in ends]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        async with asyncio.timeout(timeout):
+            while [tp for tp in tps if await consumer.position(tp) < ends[tp.partition]]:
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    out.extend(r for r in records if r.offset < ends[r.partition])
+    finally:
+        await consumer.stop()
+    out.sort(key=lambda r: (r.partition, r.offset))
+    return out
+
+
+async def has_records(bootstrap: str, topic: str, n: int) -> bool:
+    """``topic`` holds at least ``n`` records (all partitions)."""
+    return sum((await end_offsets(bootstrap, topic)).values()) >= n
+
+
+async def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """The consumer group's committed offset per partition of ``topic``."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        offsets = await admin.list_consumer_group_offsets(group)
+    finally:
+        await admin.close()
+    return {tp.partition: int(om.offset) for tp, om in offsets.items() if tp.topic == topic}
+
+
+def partition_for(key: bytes, partitions: int) -> int:
+    """The partition the default (murmur2) partitioner picks for ``key``."""
+    all_parts = list(range(partitions))
+    return int(DefaultPartitioner()(key, all_parts, all_parts))
+
+
+def keys_per_partition(partitions: int, prefix: str = "ws") -> dict[int, str]:
+    """One routing key per partition (found by trying ``<prefix>-0``, ``<prefix>-1``...)."""
+    out: dict[int, str] = {}
+    i = 0
+    while len(out) < partitions:
+        key = f"{prefix}-{i}"
+        out.setdefault(partition_for(key.encode(), partitions), key)
+        i += 1
+    return out
+
+
+# ---- the store ----
+
+
+def stored_offsets(data_dir: Path) -> dict[tuple[str, int], int]:
+    """The offsets committed with the data (empty while the database does not exist)."""
+    path = sqlite_path(data_dir)
+    if not path.exists():
+        return {}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = conn.execute("SELECT topic, partition, next_offset FROM offsets").fetchall()
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return {}
+    finally:
+        conn.close()
+    return {(t, int(p)): int(o) for t, p, o in rows}
+
+
+def held_sessions(data_dir: Path) -> dict[str, str]:
+    conn = sqlite3.connect(f"file:{sqlite_path(data_dir)}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = conn.execute("SELECT id, held FROM sessions WHERE held IS NOT NULL").fetchall()
+    finally:
+        conn.close()
+    return {str(i): str(h) for i, h in rows}
+
+
+async def caught_up(data_dir: Path, bootstrap: str, topic: str) -> bool:
+    """The data dir's stored offsets equal the topic's end offsets (every partition)."""
+    ends = await end_offsets(bootstrap, topic)
+    stored = stored_offsets(data_dir)
+    return all(stored.get((topic, p), 0) == end for p, end in ends.items())
+
+
+def ingest_reference(data_dir: Path, paths: Sequence[Path]) -> None:
+    """The in-process reference store: ``ingest_files`` over the same logs."""
+    store = Store(data_dir)
+    try:
+        ingest_files(store, discover(paths))
+    finally:
+        store.close()
+
+
+async def publish(bootstrap: str, topic: str, paths: Sequence[Path]) -> Publisher:
+    """Publish dsh logs once with the product publisher (its ``summary`` and ``rejected``
+    tell what went out)."""
+    producer = Producer(bootstrap, client_id="test-publisher")
+    await producer.start()
+    try:
+        publisher = Publisher(producer, topic)
+        await publisher.run(list(paths), follow=False)
+    finally:
+        await producer.stop()
+    return publisher
+
+
+# ---- in-process roles ----
+
+
+@dataclass
+class RunningIndexer:
+    """An ``Indexer`` and the background task running it."""
+
+    indexer: Indexer
+    task: asyncio.Task[None]
+
+    def died(self) -> bool:
+        return self.task.done()
+
+
+@contextlib.asynccontextmanager
+async def running_indexer(
+    data_dir: Path, kafka: KafkaSettings, *, batch_records: int = 5000, batch_ms: int = 100
+) -> AsyncIterator[RunningIndexer]:
+    """An ``Indexer`` consuming in a background task; stopped and closed on exit (a task
+    that died re-raises its error there)."""
+    indexer = Indexer(
+        IndexerSettings(data=data_dir, batch_records=batch_records, batch_ms=batch_ms), kafka
+    )
+    await indexer.start()
+    task = asyncio.create_task(indexer.run(), name="test-indexer")
+    try:
+        yield RunningIndexer(indexer, task)
+    finally:
+        await indexer.stop()
+        try:
+            await asyncio.wait_for(task, 30)
+        finally:
+            await indexer.close()
+
+
+@contextlib.asynccontextmanager
+async def running_worker(
+    data_dir: Path, kafka: KafkaSettings, group: str, *, max_in_flight: int = 64
+) -> AsyncIterator[Worker]:
+    """A ``Worker`` serving in a background task over ``data_dir`` (which must hold a store
+    already); stopped on exit."""
+    service = StoreQueryService(data_dir)
+    settings = WorkerSettings(data=data_dir, group=group, max_in_flight=max_in_flight)
+    worker = Worker(settings, kafka, service, ToolService(service))
+    await worker.start()
+    task = asyncio.create_task(worker.run(), name="test-worker")
+    try:
+        yield worker
+    finally:
+        await worker.stop()
+        try:
+            await asyncio.wait_for(task, 30)
+        finally:
+            await worker.close()
+            service.close()
+
+
+async def wait_assigned(worker: Worker, partitions: int, *, timeout: float = 30) -> None:
+    """The in-process worker owns every partition of the requests topic."""
+    await wait_until(
+        lambda: len(worker.assigned) == partitions,
+        timeout=timeout,
+        what=f"the worker to be assigned {partitions} partitions",
+    )
+
+
+# ---- in-process reference answers ----
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call as a host makes it."""
+
+    tool: str
+    arguments: Any
+    caller: str
+    step_seq: int | None = None
+    routing_key: str | None = None
+
+
+async def reference_reply(tools: ToolService, call: Call, request_id: str) -> Reply:
+    """The reply envelope the in-process tool service gives for ``call``."""
+    result = await tools.call(call.tool, call.arguments, Caller(call.caller, call.step_seq))
+    return reply_for(request_id, result)
+
+
+# ---- a whole in-process deployment ----
+
+
+async def create_topics(
+    bootstrap: str,
+    topic_factory: Callable[..., Awaitable[str]],
+    *,
+    events: int = 1,
+    requests: int = 2,
+    replies: int = 1,
+) -> Topics:
+    """A fresh, uniquely named set of the four sessionq topics."""
+    return Topics(
+        bootstrap,
+        events=await topic_factory(partitions=events),
+        requests=await topic_factory(partitions=requests),
+        replies=await topic_factory(partitions=replies),
+        dlq=await topic_factory(partitions=1),
+    )
+
+
+@dataclass
+class Stack:
+    """Indexer + worker in this process over one data dir, a host client, a raw producer
+    and a tap on the client's reply topic."""
+
+    topics: Topics
+    data: Path
+    indexer: RunningIndexer
+    worker: Worker
+    client: SessionqClient
+    producer: RawProducer
+    tap: ReplyTap
+
+    async def publish_session(
+        self, header: Mapping[str, Any], events: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        """Produce a session's header and events record (keyed like the publisher)."""
+        key = routing_key(header)
+        await self.producer.send_json(self.topics.events, header_record(header), key=key)
+        if events:
+            await self.producer.send_json(
+                self.topics.events, events_record(str(header["id"]), events), key=key
+            )
+
+    async def indexed(self, timeout: float = 30) -> None:
+        """Wait until the indexer has committed everything on the events topic."""
+        await wait_until(
+            lambda: caught_up(self.data, self.topics.bootstrap, self.topics.events),
+            timeout=timeout,
+            what="the indexer to catch up",
+            interval=0.05,
+        )
+
+    async def committed_past(self, partition: int, offset: int) -> bool:
+        """The worker group has committed ``partition`` of the requests topic to ``offset``."""
+        committed = await committed_offsets(
+            self.topics.bootstrap, self.worker.settings.group, self.topics.requests
+        )
+        return committed.get(partition, -1) >= offset
+
+    def metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        value = self.worker.metrics.registry.get_sample_value(name, dict(labels or {}))
+        return 0.0 if value is None else float(value)
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    topics: Topics, data: Path, group: str, *, max_in_flight: int = 64
+) -> AsyncIterator[Stack]:
+    """Indexer, worker (it needs the store the indexer creates), client, producer, tap."""
+    kafka = topics.kafka()
+    async with (
+        running_indexer(data, kafka, batch_ms=20) as indexer,
+        running_worker(data, kafka, group, max_in_flight=max_in_flight) as worker,
+        SessionqClient(
+            topics.bootstrap, requests_topic=topics.requests, reply_topic=topics.replies
+        ) as client,
+        RawProducer(topics.bootstrap) as producer,
+        ReplyTap(topics.bootstrap, topics.replies) as tap,
+    ):
+        requests_partitions = len(await end_offsets(topics.bootstrap, topics.requests))
+        await wait_assigned(worker, requests_partitions)
+        yield Stack(topics, data, indexer, worker, client, producer, tap)
+
+
+@contextlib.asynccontextmanager
+async def product_topics(
+    bootstrap: str, prefix: str, partitions: int = 2
+) -> AsyncIterator[tuple[Topics, dict[str, str]]]:
+    """The four topics created by the product's own ``ensure_topics`` (its partition
+    counts and configs) under unique names; deleted afterwards."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from worker.topics import ensure_topics
+
+    topics = Topics(
+        bootstrap,
+        events=f"{prefix}.events",
+        requests=f"{prefix}.requests",
+        replies=f"{prefix}.replies",
+        dlq=f"{prefix}.dlq",
+    )
+    result = await ensure_topics(topics.kafka(), partitions)
+    try:
+        for name in (topics.events, topics.requests, topics.replies, topics.dlq):
+            await wait_until(
+                functools.partial(_has_partitions, bootstrap, name),
+                timeout=30,
+                what=f"topic {name} to be ready",
+            )
+        yield topics, result
+    finally:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.delete_topics([topics.events, topics.requests, topics.replies, topics.dlq])
+        finally:
+            await admin.close()
+
+
+async def _has_partitions(bootstrap: str, topic: str) -> bool:
+    return bool(await end_offsets(bootstrap, topic))
