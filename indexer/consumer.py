@@ -31,8 +31,17 @@ from indexer.storage import Store
 log = logging.getLogger("sessionq.indexer")
 
 
+DLQ_MAX_BYTES = 16 * 1024 * 1024  # the DLQ topic's max.message.bytes
+DLQ_MAX_ORIGINAL_BYTES = 9 * 1024 * 1024  # any record the 8 MiB topics accept
+
+
 def dead_letter(record: InRecord, reason: str, code: str) -> bytes:
-    """The DLQ value: why, where it came from, and the original bytes."""
+    """The DLQ value: why, where it came from, and the original bytes (cut, with
+    ``value_truncated`` set, only beyond what sessionq's topics accept at all)."""
+    value = record.value
+    truncated = value is not None and len(value) > DLQ_MAX_ORIGINAL_BYTES
+    if value is not None and truncated:
+        value = value[:DLQ_MAX_ORIGINAL_BYTES]
     return orjson.dumps(
         {
             "v": 1,
@@ -45,7 +54,9 @@ def dead_letter(record: InRecord, reason: str, code: str) -> bytes:
                 "timestamp": record.timestamp_ms,
             },
             "key_b64": None if record.key is None else base64.b64encode(record.key).decode(),
-            "value_b64": None if record.value is None else base64.b64encode(record.value).decode(),
+            "value_b64": None if value is None else base64.b64encode(value).decode(),
+            "value_truncated": truncated,
+            "value_size": None if record.value is None else len(record.value),
         }
     )
 
@@ -75,7 +86,9 @@ class Indexer:
         self.kafka = kafka
         self.store = Store(settings.data)
         self.source = EventsSource(kafka.bootstrap, kafka.events_topic)
-        self.dlq = Producer(kafka.bootstrap, client_id="sessionq-indexer-dlq")
+        self.dlq = Producer(
+            kafka.bootstrap, client_id="sessionq-indexer-dlq", max_request_size=DLQ_MAX_BYTES
+        )
         self.counters = IndexerCounters()
         self._offsets: dict[tuple[str, int], int] = {}
         self._pending_dlq: list[Any] = []
@@ -142,7 +155,23 @@ class Indexer:
                 )
                 for r, reason, code in self._pending_dlq
             ]
-            await asyncio.gather(*futures)
+            results = await asyncio.gather(*futures, return_exceptions=True)
+            for (r, reason, code), result in zip(self._pending_dlq, results, strict=True):
+                if isinstance(result, BaseException):
+                    # the broker refused the dead letter itself: keep the reason and the
+                    # coordinates, drop the original bytes, never stop the partition
+                    log.error(
+                        "dead letter of %s[%d]@%d refused (%s); sending it without"
+                        " the original value",
+                        r.topic,
+                        r.partition,
+                        r.offset,
+                        result,
+                    )
+                    bare = InRecord(r.topic, r.partition, r.offset, r.key, None, r.timestamp_ms)
+                    await self.dlq.send(
+                        self.kafka.dlq_topic, dead_letter(bare, reason, code), key=r.key
+                    )
             self._pending_dlq.clear()
         if not self._offsets:
             return

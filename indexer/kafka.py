@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import (
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    UnknownTopicOrPartitionError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +106,20 @@ class EventsSource:
         await self._consumer.stop()
 
 
+class UndeliverableError(Exception):
+    """The broker will not take this record (missing topic, record too large)."""
+
+
 class Producer:
     """An idempotent (acks=all) producer; ``send`` resolves once the broker acknowledged."""
 
     def __init__(
-        self, bootstrap: str, *, client_id: str, max_request_size: int = 8 * 1024 * 1024
+        self,
+        bootstrap: str,
+        *,
+        client_id: str,
+        max_request_size: int = 8 * 1024 * 1024,
+        request_timeout_ms: int = 40000,
     ) -> None:
         self._producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap,
@@ -114,6 +128,7 @@ class Producer:
             acks="all",
             linger_ms=2,
             max_request_size=max_request_size,
+            request_timeout_ms=request_timeout_ms,
         )
 
     async def start(self) -> None:
@@ -127,7 +142,12 @@ class Producer:
         key: bytes | None = None,
         headers: Sequence[tuple[str, bytes]] = (),
     ) -> None:
-        await self._producer.send_and_wait(topic, value, key=key, headers=list(headers) or None)
+        """Send and wait for the acknowledgement; a record the broker can never take
+        (unknown topic, too large) raises ``UndeliverableError``."""
+        try:
+            await self._producer.send_and_wait(topic, value, key=key, headers=list(headers) or None)
+        except (UnknownTopicOrPartitionError, MessageSizeTooLargeError, KafkaTimeoutError) as exc:
+            raise UndeliverableError(f"cannot deliver to {topic!r}: {type(exc).__name__}") from exc
 
     async def enqueue(
         self,

@@ -15,8 +15,8 @@ import contextlib
 import logging
 import time
 
-from indexer.consumer import dead_letter
-from indexer.kafka import InRecord
+from indexer.consumer import DLQ_MAX_BYTES, dead_letter
+from indexer.kafka import InRecord, UndeliverableError
 from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
 from indexer.settings import KafkaSettings
@@ -26,6 +26,7 @@ from worker.envelopes import (
     EnvelopeError,
     InvalidRequestError,
     Reply,
+    RequestRecord,
     ToolRequest,
     decode_request,
     error_reply,
@@ -36,6 +37,7 @@ from worker.offsets import OffsetTracker
 from worker.settings import WorkerSettings
 
 log = logging.getLogger("sessionq.worker")
+MAX_REPLY_BYTES = 7 * 1024 * 1024  # under the replies topic's 8 MiB max.message.bytes
 
 
 class Worker:
@@ -58,10 +60,19 @@ class Worker:
         self.source = GroupSource(
             kafka.bootstrap, kafka.requests_topic, settings.group, client_id=client_id
         )
-        self.producer = Producer(kafka.bootstrap, client_id=f"{client_id}-replies")
+        self.producer = Producer(
+            kafka.bootstrap,
+            client_id=f"{client_id}-replies",
+            request_timeout_ms=10000,
+            max_request_size=DLQ_MAX_BYTES,
+        )
         self.metrics = metrics if metrics is not None else Metrics("worker")
         self.dispatcher = Dispatcher(
-            service, tools, self.metrics, max_timeout_ms=settings.max_timeout_ms
+            service,
+            tools,
+            self.metrics,
+            max_timeout_ms=settings.max_timeout_ms,
+            wait_for_caller=True,
         )
         self.offsets = OffsetTracker()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -108,9 +119,15 @@ class Worker:
             if deadline is not None and time.monotonic() >= deadline:
                 break
             for record in await self.source.poll(timeout_ms=100, max_records=100):
-                await self._slots.acquire()
                 self.offsets.started(record.partition, record.offset)
-                task = asyncio.create_task(self._guarded(record))
+                decoded = self._decode(record)
+                if isinstance(decoded, CancelRequest):
+                    # cancels never wait for a slot: they must reach the calls holding them
+                    self.dispatcher.cancel(decoded.id, decoded.reason)
+                    self.offsets.finished(record.partition, record.offset)
+                    continue
+                await self._slots.acquire()
+                task = asyncio.create_task(self._guarded(record, decoded))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             if time.monotonic() - last_commit >= 0.2:
@@ -126,12 +143,27 @@ class Worker:
                 log.warning("request offset commit failed: %s", exc)
 
     # ---- one record ---------------------------------------------------------------------------
-    async def _guarded(self, record: InRecord) -> None:
+    @staticmethod
+    def _decode(record: InRecord) -> RequestRecord | InvalidRequestError | EnvelopeError:
         try:
-            await self.handle(record)
+            return decode_request(record.value)
+        except (InvalidRequestError, EnvelopeError) as exc:
+            return exc
+
+    async def _guarded(
+        self, record: InRecord, decoded: RequestRecord | InvalidRequestError | EnvelopeError
+    ) -> None:
+        """Exactly one outcome per record: a reply, or a dead letter when no reply can be
+        delivered (missing reply topic, reply too large even as an error). Only a broker
+        that takes neither leaves the offset uncommitted, for redelivery."""
+        try:
+            try:
+                await self.handle(record, decoded)
+            except UndeliverableError as exc:
+                await self._dead_letter(
+                    record, f"reply undeliverable: {exc}", "SESSIONQ_REPLY_FAILED"
+                )
         except Exception:
-            # handle() replies or dead-letters every outcome; reaching here means the
-            # broker refused the reply. The offset stays uncommitted, so it is redelivered.
             log.exception(
                 "request %s[%d]@%d was not answered", record.topic, record.partition, record.offset
             )
@@ -140,34 +172,56 @@ class Worker:
             self._slots.release()
         self.offsets.finished(record.partition, record.offset)
 
-    async def handle(self, record: InRecord) -> None:
-        """decode -> cancel | (deadline -> read-your-writes -> tool call) -> one reply."""
-        try:
-            request = decode_request(record.value)
-        except InvalidRequestError as bad:
-            await self._reply(bad.reply_to, error_reply(bad.request_id, "INVALID_ARGS", bad.reason))
-            return
-        except EnvelopeError as exc:
-            self.metrics.dlq_records.labels("requests").inc()
-            await self.producer.send(
-                self.kafka.dlq_topic,
-                dead_letter(record, str(exc), "SESSIONQ_INVALID_REQUEST"),
-                key=record.key,
-            )
-            return
-        if isinstance(request, CancelRequest):
-            self.dispatcher.cancel(request.id, request.reason)
-            return
-        await self._answer(request, record)
+    async def handle(
+        self, record: InRecord, decoded: RequestRecord | InvalidRequestError | EnvelopeError
+    ) -> None:
+        """decode -> (deadline -> read-your-writes -> tool call) -> one reply."""
+        if isinstance(decoded, InvalidRequestError):
+            reply = error_reply(decoded.request_id, "INVALID_ARGS", decoded.reason)
+            await self._reply(decoded.reply_to, reply)
+        elif isinstance(decoded, EnvelopeError):
+            await self._dead_letter(record, str(decoded), "SESSIONQ_INVALID_REQUEST")
+        elif isinstance(decoded, CancelRequest):
+            self.dispatcher.cancel(decoded.id, decoded.reason)
+        else:
+            reply = await self.dispatcher.answer(decoded, record.timestamp_ms)
+            await self._reply(decoded.reply_to, reply)
 
-    async def _answer(self, request: ToolRequest, record: InRecord) -> None:
-        reply = await self.dispatcher.answer(request, record.timestamp_ms)
-        await self._reply(request.reply_to, reply)
+    async def _small_error_reply(
+        self, decoded: RequestRecord | InvalidRequestError | EnvelopeError
+    ) -> bool:
+        """After a refused reply (e.g. too large for the host's topic), try a small error."""
+        if not isinstance(decoded, ToolRequest):
+            return False
+        reply = error_reply(
+            decoded.id, "SESSION_QUERY_TOOL_FAILED", "session query operation failed"
+        )
+        try:
+            await self.producer.send(
+                decoded.reply_to,
+                reply.encode(),
+                key=reply.id.encode(),
+                headers=[("correlation_id", reply.id.encode())],
+            )
+        except UndeliverableError:
+            return False
+        return True
+
+    async def _dead_letter(self, record: InRecord, reason: str, code: str) -> None:
+        self.metrics.dlq_records.labels("requests").inc()
+        await self.producer.send(
+            self.kafka.dlq_topic, dead_letter(record, reason, code), key=record.key
+        )
 
     async def _reply(self, topic: str, reply: Reply) -> None:
-        await self.producer.send(
-            topic,
-            reply.encode(),
-            key=reply.id.encode(),
-            headers=[("correlation_id", reply.id.encode())],
-        )
+        """Produce the reply; one too large for the topic becomes a small error reply."""
+        headers = [("correlation_id", reply.id.encode())]
+        value = reply.encode()
+        if len(value) > MAX_REPLY_BYTES:
+            log.warning(
+                "reply %s is %d bytes; answering with an error instead", reply.id, len(value)
+            )
+            value = error_reply(
+                reply.id, "SESSION_QUERY_TOOL_FAILED", "session query operation failed"
+            ).encode()
+        await self.producer.send(topic, value, key=reply.id.encode(), headers=headers)

@@ -47,11 +47,16 @@ class Dispatcher:
         metrics: Metrics,
         *,
         max_timeout_ms: int,
+        wait_for_caller: bool = False,
     ) -> None:
+        """``wait_for_caller``: a caller session not indexed yet is waited for (within the
+        deadline) instead of failing — over Kafka the caller's own events may still be in
+        flight (DESIGN.md "Caller, consistency, deadlines")."""
         self.service = service
         self.tools = tools
         self.metrics = metrics
         self.max_timeout_ms = max_timeout_ms
+        self.wait_for_caller = wait_for_caller
         self.gates = ExecutionGates()
         self._tokens: dict[str, CancelToken] = {}
         self._early_cancels: OrderedDict[str, Any] = OrderedDict()
@@ -118,11 +123,14 @@ class Dispatcher:
     ) -> bool:
         """Read-your-writes: wait until the caller's log is applied through ``min_seq``
         (immediately true when the request names no ``min_seq``)."""
-        if ref is None or ref.session_id is None or ref.min_seq is None:
+        if ref is None or ref.session_id is None:
             return True
+        if ref.min_seq is None and not self.wait_for_caller:
+            return True
+        target = ref.min_seq if ref.min_seq is not None else -1
         while True:
             last = await asyncio.to_thread(self.service.last_seq, ref.session_id)
-            if last is not None and last >= ref.min_seq:
+            if last is not None and last >= target:
                 return True
             if deadline.expired() or token.failure is not None:
                 return False

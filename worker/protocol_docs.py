@@ -138,7 +138,16 @@ DEAD_LETTER: Final[Schema] = {
     ),
     "type": "object",
     "additionalProperties": False,
-    "required": ["v", "reason", "code", "source", "key_b64", "value_b64"],
+    "required": [
+        "v",
+        "reason",
+        "code",
+        "source",
+        "key_b64",
+        "value_b64",
+        "value_truncated",
+        "value_size",
+    ],
     "properties": {
         "v": {"const": 1},
         "reason": {"type": "string", "description": "what is wrong, for a human"},
@@ -154,6 +163,7 @@ DEAD_LETTER: Final[Schema] = {
                 "SESSION_QUERY_SOURCE_CONFLICT",
                 "SESSION_QUERY_INVALID_SURFACE",
                 "SESSIONQ_INVALID_REQUEST",
+                "SESSIONQ_REPLY_FAILED",
                 "SESSIONQ_INTERNAL",
             ],
         },
@@ -176,7 +186,17 @@ DEAD_LETTER: Final[Schema] = {
         "value_b64": {
             "type": ["string", "null"],
             "contentEncoding": "base64",
-            "description": "the original value bytes, base64 (null: no value)",
+            "description": "the original value bytes, base64 (null: no value, or the DLQ "
+            "refused even the dead letter, which is then resent without them)",
+        },
+        "value_truncated": {
+            "type": "boolean",
+            "description": "true when value_b64 holds only the first 9 MiB of the value",
+        },
+        "value_size": {
+            "type": ["integer", "null"],
+            "minimum": 0,
+            "description": "size of the original value in bytes (null: no value)",
         },
     },
 }
@@ -660,6 +680,8 @@ EXAMPLES: Final[dict[str, list[Schema]]] = {
                 },
                 "key_b64": base64.b64encode(EXAMPLE_CWD.encode()).decode(),
                 "value_b64": base64.b64encode(GAP_VALUE).decode(),
+                "value_truncated": False,
+                "value_size": len(GAP_VALUE),
             },
         }
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from indexer.consumer import DLQ_MAX_BYTES
 from indexer.settings import KafkaSettings
 from worker.kafka import create_topics
 
@@ -22,9 +23,21 @@ def topic_specs(kafka: KafkaSettings, partitions: int) -> list[tuple[str, int, d
                 "max.message.bytes": "8388608",
             },
         ),
-        (kafka.requests_topic, partitions, {"retention.ms": str(DAY_MS)}),
-        (kafka.replies_topic, partitions, {"retention.ms": str(DAY_MS)}),
-        (kafka.dlq_topic, 1, {"retention.ms": str(30 * DAY_MS)}),
+        (
+            kafka.requests_topic,
+            partitions,
+            {"retention.ms": str(DAY_MS), "max.message.bytes": "8388608"},
+        ),
+        (
+            kafka.replies_topic,
+            partitions,
+            {"retention.ms": str(DAY_MS), "max.message.bytes": "8388608"},
+        ),
+        (
+            kafka.dlq_topic,
+            1,
+            {"retention.ms": str(30 * DAY_MS), "max.message.bytes": str(DLQ_MAX_BYTES)},
+        ),
     ]
 
 
