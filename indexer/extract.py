@@ -100,11 +100,18 @@ def _turn_end_text(reason: Any) -> str:
     return ""
 
 
+TEXT_TYPES = frozenset(
+    {"user/message", "assistant/message", "tool/result", "tool/call", "todo/write", "turn/end"}
+)
+
+
 def extract_text(event_type: str, data: Any) -> str:
     """The semantic text of an event of ``event_type`` with payload ``data`` (SPEC §3).
 
     Returns ``""`` for log-only/structural/unknown types and for malformed payloads.
     """
+    if event_type not in TEXT_TYPES:  # most events (chunks, steps) carry no text
+        return ""
     if event_type in (
         "user/message",
         "assistant/message",

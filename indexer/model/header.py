@@ -13,6 +13,8 @@ MAX_SAFE_INTEGER = 9007199254740991
 
 def is_safe_int(value: Any) -> bool:
     """JavaScript safe integer: bools never count, integral floats do."""
+    if type(value) is int:  # the common case first: this runs for every seq and time
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
     if isinstance(value, bool):
         return False
     if isinstance(value, int):

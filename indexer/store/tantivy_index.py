@@ -14,10 +14,12 @@ session's immutable header fields so that a search is one Tantivy query:
 * ``type``, ``surface``: raw terms. ``cwd``, ``parent``: raw terms, ``NULL_TERM`` for
   "no cwd" / "root session", so ``IN [x, null]`` is a single term-set query.
 * ``text``       the ``sessionq`` analyzer with positions, stored (snippets).
-* ``pairs``      every adjacent token pair of ``text`` as one term. A phrase query also
-                 requires its pairs (with score 0): the rarest pair then drives the
-                 intersection, so phrases of common words stay fast, and the BM25
-                 score is unchanged because only the phrase clause scores.
+* ``pairs``      every adjacent token pair of ``text`` as one term, with frequencies. A
+                 two-token phrase is the pair's term query (the same documents, scored
+                 by BM25 on the pair's frequency: a 10x cheaper query than a phrase
+                 over common words). A longer phrase also requires its pairs (with
+                 score 0): the rarest pair drives the intersection and only the
+                 phrase clause scores.
 * ``meta``       stored-only bytes: the ``IndexDoc`` fields except ``text`` (JSON array).
 
 Raw terms are tagged — ``v<value>``, or ``h<sha256>`` for a value too long to be a
@@ -202,7 +204,7 @@ def _build_schema() -> tantivy.Schema:
     sb.add_integer_field("time", indexed=True, fast=True)
     sb.add_text_field("surface", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("text", stored=True, tokenizer_name=ANALYZER_NAME, index_option="position")
-    sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="basic")
+    sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="freq")
     sb.add_text_field("cwd", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("parent", tokenizer_name="raw", index_option="basic")
     sb.add_integer_field("created_at", indexed=True, fast=True)
@@ -543,9 +545,15 @@ class TantivyIndex:
 
     # ---- query building --------------------------------------------------------------------------
     def _text_query(self, tokens: list[str]) -> tantivy.Query:
-        """Term query for one token; otherwise the phrase plus its pairs at score 0."""
+        """Term query for one token; a two-token phrase is the scored term of its pair (the
+        same documents, BM25 over the pair's frequency, no position checks); longer
+        phrases are the phrase plus its pairs at score 0."""
         if len(tokens) == 1:
             return tantivy.Query.term_query(self._schema, "text", tokens[0])
+        if len(tokens) == 2 and _pairable(tokens[0], tokens[1]):
+            return tantivy.Query.term_query(
+                self._schema, "pairs", f"{tokens[0]}_{tokens[1]}", index_option="freq"
+            )
         words: list[str | tuple[int, str]] = list(tokens)
         clauses = [(tantivy.Occur.Must, tantivy.Query.phrase_query(self._schema, "text", words))]
         pairs = {f"{a}_{b}" for a, b in itertools.pairwise(tokens) if _pairable(a, b)}
