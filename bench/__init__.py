@@ -1,0 +1,1 @@
+"""Benchmarks for sessionq: corpus generator, FTS5 baseline, store benchmark."""

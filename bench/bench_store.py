@@ -1,0 +1,919 @@
+"""sessionq store benchmark: ingest rate, index size, peak RSS, session-search latency,
+side by side with the SQLite FTS5 baseline and tantivy-py's bare indexing rate.
+
+One run (see bench/README.md):
+
+1. generate the corpora (unless ``--skip-gen``): (a) ``mix`` -- the real event mix, about
+   2,000,000 events; (b) ``search`` -- about 1,000,000 documents over 10,000 sessions;
+2. for (a) and (b): sessionq ``ingest_files`` into a fresh data dir and the FTS5 baseline
+   ingest of the same files, each in its own subprocess (peak RSS = the child's
+   ``ru_maxrss``);
+3. (b): tantivy-py bare indexing of the same documents (pre-built ``Document`` values, only
+   ``add_document`` + ``commit`` timed, same schema/analyzer/writer settings as the store);
+4. (b): session-search latency over a fixed query set, sessionq vs FTS5;
+5. print a table with PASS/MISS against the targets and write ``bench/out/results.json``.
+
+``--scale 0.02`` runs everything on 2% of the default sizes (a quick smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+OUT: Final = ROOT / "bench" / "out"
+MIX_EVENTS: Final = 2_000_000
+SEARCH_SESSIONS: Final = 10_000
+DAY_MS: Final = 86_400_000
+
+TARGET_INGEST_EPS: Final = 50_000
+TARGET_P50_MS: Final = 5.0
+TARGET_P99_MS: Final = 30.0
+TARGET_P99_RATIO: Final = 5.0
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def _peak_rss_kb() -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def _dir_bytes(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _files_bytes(paths: Sequence[Path]) -> int:
+    return sum(p.stat().st_size for p in paths if p.exists())
+
+
+def _corpus_files(corpus: Path) -> list[Path]:
+    from indexer.logs.roots import discover
+
+    return discover([corpus])
+
+
+def _percentile(samples: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    if not ordered:
+        return float("nan")
+    k = max(0, min(len(ordered) - 1, int(-(-p * len(ordered) // 100)) - 1))
+    return ordered[k]
+
+
+def _weighted_percentile(groups: Sequence[Sequence[float]], p: float) -> float:
+    """Percentile over all samples where every group (query) weighs the same."""
+    pairs = sorted((x, 1.0 / len(g)) for g in groups if g for x in g)
+    if not pairs:
+        return float("nan")
+    total = sum(w for _, w in pairs)
+    acc = 0.0
+    for x, w in pairs:
+        acc += w
+        if acc >= total * p / 100 - 1e-12:
+            return x
+    return pairs[-1][0]
+
+
+def _cpu_busy_seconds() -> float:
+    """Busy CPU time of the whole machine so far (all cores, from /proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _loadavg() -> float:
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError):
+        return float("nan")
+
+
+QUIET: dict[str, float] = {"wait": 0.0, "cores": 0.3}
+
+
+def _wait_for_quiet() -> float:
+    """Wait (at most ``QUIET["wait"]`` seconds) until other processes use less than
+    ``QUIET["cores"]`` cores, measured over 3-second windows. Returns the seconds waited."""
+    if QUIET["wait"] <= 0:
+        return 0.0
+    started = time.perf_counter()
+    while True:
+        busy0 = _cpu_busy_seconds()
+        time.sleep(3.0)
+        if (_cpu_busy_seconds() - busy0) / 3.0 < QUIET["cores"]:
+            break
+        if time.perf_counter() - started > QUIET["wait"]:
+            print("  (machine still busy; measuring anyway)", flush=True)
+            break
+    return round(time.perf_counter() - started, 1)
+
+
+def _run_child(mode: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run ``bench_store.py _child <mode>`` and return the JSON it prints last.
+
+    Adds what else the machine was doing meanwhile: ``other_cores`` = busy CPU time of the
+    whole machine minus the child's own CPU time, per wall second (0 on a quiet machine).
+    """
+    cmd = [sys.executable, "-m", "bench.bench_store", "_child", mode, json.dumps(args)]
+    waited = _wait_for_quiet()
+    load0, busy0, wall0 = _loadavg(), _cpu_busy_seconds(), time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter() - wall0
+    busy = _cpu_busy_seconds() - busy0
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"child {mode} failed with exit code {proc.returncode}")
+    result: dict[str, Any] = json.loads(lines[-1])
+    child_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    result["machine_load"] = {
+        "loadavg_before": load0,
+        "loadavg_after": _loadavg(),
+        "child_cpu_seconds": round(child_cpu, 2),
+        "child_wall_seconds": round(wall, 2),
+        "other_cores": round(max(0.0, busy - child_cpu) / wall, 2) if wall > 0 else 0.0,
+        "waited_for_quiet_seconds": waited,
+    }
+    return result
+
+
+def _code_fingerprint() -> dict[str, Any]:
+    """What code was measured: git HEAD, and a hash of the indexer sources as they are
+    (other engineers edit them concurrently)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "indexer").rglob("*.py")):
+        digest.update(path.relative_to(ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    tantivy_index = ROOT / "indexer" / "store" / "tantivy_index.py"
+    return {
+        "git_head": head,
+        "indexer_sha256": digest.hexdigest()[:16],
+        "tantivy_index_mtime": time.strftime(
+            "%Y-%m-%dT%H:%M:%S", time.localtime(tantivy_index.stat().st_mtime)
+        ),
+    }
+
+
+# ---- children -----------------------------------------------------------------------------------
+def child_ingest_sessionq(args: dict[str, Any]) -> dict[str, Any]:
+    from indexer.ingest import ingest_files
+    from indexer.storage import Store
+
+    data = Path(args["data"])
+    shutil.rmtree(data, ignore_errors=True)
+    files = _corpus_files(Path(args["corpus"]))
+    cpu0 = time.process_time()
+    started = time.perf_counter()
+    store = Store(data)
+    summary = ingest_files(store, files)
+    committed = time.perf_counter()
+    cpu = time.process_time() - cpu0
+    store.close()
+    closed = time.perf_counter()
+    return {
+        "files": summary.files,
+        "sessions": summary.sessions,
+        "events": summary.events,
+        "documents": summary.documents,
+        "rejected": len(summary.rejected),
+        "first_rejections": [r.reason for r in summary.rejected[:3]],
+        "seconds": committed - started,
+        "cpu_seconds": cpu,
+        "close_seconds": closed - committed,
+        "peak_rss_kb": _peak_rss_kb(),
+    }
+
+
+def child_ingest_fts5(args: dict[str, Any]) -> dict[str, Any]:
+    from bench.fts5_baseline import ingest
+
+    files = _corpus_files(Path(args["corpus"]))
+    cpu0 = time.process_time()
+    started = time.perf_counter()
+    counts = ingest(Path(args["db"]), files)
+    seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu0
+    return {
+        "files": counts.files,
+        "sessions": counts.sessions,
+        "events": counts.events,
+        "documents": counts.documents,
+        "rejected": counts.rejected,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "peak_rss_kb": _peak_rss_kb(),
+    }
+
+
+def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
+    """tantivy-py alone: the store's schema, analyzer and writer settings, pre-built docs."""
+    import orjson
+    import tantivy
+
+    from indexer.extract import extract_text
+    from indexer.fold import classify
+    from indexer.logs.reader import read_log
+    from indexer.store import tantivy_index as ti
+
+    files = _corpus_files(Path(args["corpus"]))
+    prep_started = time.perf_counter()
+    docs: list[Any] = []
+    for ordinal, path in enumerate(files, start=1):
+        log = read_log(path)
+        header = log.header
+        sid = header.id
+        session_term = ti._raw_term(sid)
+        cwd = ti._nullable_term(header.cwd)
+        parent = ti._nullable_term(header.parent_session)
+        for event, surface in zip(log.events, classify(log.events), strict=True):
+            text = extract_text(event.type, event.data)
+            if not text:
+                continue
+            text = ti.sanitize_text(text)
+            doc = tantivy.Document()
+            doc.add_text("key", ti._doc_key(sid, event.seq))
+            doc.add_text("session", session_term)
+            doc.add_unsigned("sid", ordinal)
+            doc.add_integer("seq", event.seq)
+            doc.add_text("type", ti._raw_term(event.type))
+            doc.add_integer("time", event.time)
+            doc.add_text("surface", ti._raw_term(surface))
+            doc.add_text("text", text)
+            pairs = ti._pairs_text(ti.analyze(text))
+            if pairs:
+                doc.add_text("pairs", pairs)
+            doc.add_text("cwd", cwd)
+            doc.add_text("parent", parent)
+            doc.add_integer("created_at", header.created_at)
+            doc.add_bytes("meta", orjson.dumps([sid, event.type, surface, event.seq, event.time]))
+            docs.append(doc)
+    prep_seconds = time.perf_counter() - prep_started
+    path = Path(args["index"])
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    index = tantivy.Index(ti._build_schema(), path=str(path))
+    index.register_tokenizer(ti.ANALYZER_NAME, ti.build_analyzer())
+    writer = index.writer(heap_size=int(args["heap"]), num_threads=int(args["threads"]))
+    cpu0 = time.process_time()
+    started = time.perf_counter()
+    for doc in docs:
+        writer.add_document(doc)
+    writer.commit()
+    seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu0
+    writer.wait_merging_threads()
+    return {
+        "documents": len(docs),
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "prep_seconds": prep_seconds,
+        "threads": int(args["threads"]),
+        "peak_rss_kb": _peak_rss_kb(),
+    }
+
+
+def _sessionq_runner(data: Path) -> tuple[Callable[[dict[str, Any]], int], Callable[[], None]]:
+    from indexer.query.service import StoreQueryService
+    from indexer.query.types import (
+        CwdFilter,
+        EventMetadataFilter,
+        SessionFilter,
+        SurfaceFilter,
+        TimeFilter,
+        TypeFilter,
+    )
+
+    svc = StoreQueryService(data)
+
+    def run(q: dict[str, Any]) -> int:
+        sf: list[SessionFilter] = []
+        ef: list[EventMetadataFilter] = []
+        if q.get("cwd") is not None:
+            sf.append(CwdFilter((q["cwd"],)))
+        if q.get("types") is not None:
+            ef.append(TypeFilter(tuple(q["types"])))
+        if q.get("surfaces") is not None:
+            ef.append(SurfaceFilter(tuple(q["surfaces"])))
+        if q.get("time_from") is not None:
+            ef.append(TimeFilter(from_=q["time_from"]))
+        page = svc.search_sessions(q["query"], sf, ef, limit=101)
+        return len(page.items)
+
+    return run, svc.close
+
+
+def _fts5_runner(db: Path) -> tuple[Callable[[dict[str, Any]], int], Callable[[], None]]:
+    from bench.fts5_baseline import Fts5Search
+
+    fts = Fts5Search(db)
+
+    def run(q: dict[str, Any]) -> int:
+        hits = fts.search_sessions(
+            q["query"],
+            cwd=q.get("cwd"),
+            types=q.get("types"),
+            surfaces=q.get("surfaces"),
+            time_from=q.get("time_from"),
+        )
+        return len(hits)
+
+    return run, fts.close
+
+
+def _sessionq_doc_count(data: Path, query: str) -> int | None:
+    """Matching documents for the report (uses the index's own query builder)."""
+    try:
+        from indexer.query.search import normalize_query
+        from indexer.store.tantivy_index import TantivyIndex, analyze
+
+        index = TantivyIndex(data / "tantivy", writable=False)
+        searcher = index._searcher()
+        tokens = analyze(normalize_query(query))
+        if searcher is None or not tokens:
+            return 0
+        result: Any = searcher.search(index._text_query(tokens), limit=1, count=True)
+        return int(result.count or 0)
+    except Exception:  # the count is informational only
+        return None
+
+
+def child_search(args: dict[str, Any]) -> dict[str, Any]:
+    engine = args["engine"]
+    if engine == "sessionq":
+        run, close = _sessionq_runner(Path(args["data"]))
+    else:
+        run, close = _fts5_runner(Path(args["db"]))
+    reps, warmup, budget = int(args["reps"]), int(args["warmup"]), float(args["budget"])
+    out: list[dict[str, Any]] = []
+    for q in args["queries"]:
+        hits = 0
+        for _ in range(warmup):
+            hits = run(q)
+        samples: list[float] = []
+        spent = 0.0
+        while len(samples) < reps and (len(samples) < 5 or spent < budget):
+            t0 = time.perf_counter()
+            hits = run(q)
+            dt = time.perf_counter() - t0
+            spent += dt
+            samples.append(dt * 1000.0)
+        entry: dict[str, Any] = {"name": q["name"], "hits": hits, "samples_ms": samples}
+        if engine == "sessionq":
+            entry["matching_docs"] = _sessionq_doc_count(Path(args["data"]), q["query"])
+        out.append(entry)
+    close()
+    return {"engine": engine, "queries": out, "peak_rss_kb": _peak_rss_kb()}
+
+
+CHILDREN: Final[dict[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "ingest-sessionq": child_ingest_sessionq,
+    "ingest-fts5": child_ingest_fts5,
+    "tantivy-bare": child_tantivy_bare,
+    "search": child_search,
+}
+
+
+# ---- query set ----------------------------------------------------------------------------------
+def build_queries(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """A fixed query set picked from the generated vocabulary by Zipf rank."""
+    words: list[str] = manifest["vocabulary"]["words"]
+    classes: list[str] = manifest["vocabulary"]["classes"]
+
+    def pick(cls: str, rank: int, ok: Callable[[str], bool] = lambda w: True) -> tuple[str, int]:
+        for i in range(max(0, rank - 1), len(words)):
+            if classes[i] == cls and ok(words[i]):
+                return words[i], i + 1
+        for i in range(len(words) - 1, -1, -1):
+            if classes[i] == cls and ok(words[i]):
+                return words[i], i + 1
+        raise LookupError(cls)
+
+    def snake(w: str) -> bool:
+        return len([p for p in w.split("_") if p]) >= 2
+
+    def camel(w: str) -> bool:
+        return "_" not in w and any(c.isupper() for c in w[1:])
+
+    en1, _ = pick("en", 1)
+    en2, _ = pick("en", 2)
+    en3, _ = pick("en", 3)
+    zh_top, zh_top_rank = pick("zh", 1)
+    zh_mid, zh_mid_rank = pick("zh", 2_000)
+    zh_rare, zh_rare_rank = pick("zh", 40_000)
+    queries: list[dict[str, Any]] = []
+
+    def add(name: str, query: str, **filters: Any) -> None:
+        queries.append({"name": name, "query": query, **filters})
+
+    for rank in (1, 10, 100, 1_000, 10_000):
+        w, r = pick("en", rank)
+        add(f"en term rank {r}", w)
+    add("en phrase of ranks 1+2", f"{en1} {en2}")
+    add("en phrase of ranks 1+2+3", f"{en1} {en2} {en3}")
+    w, r = pick("ident", 50, snake)
+    add(f"snake_case ident rank {r}", w)
+    w, r = pick("ident", 60_000, camel)
+    add(f"camelCase ident rank {r}", w)
+    add("zh single char (top word's 1st)", zh_top[0])
+    add(f"zh word rank {zh_top_rank}", zh_top)
+    add(f"zh word rank {zh_mid_rank}", zh_mid)
+    add(f"zh phrase rank {zh_mid_rank}+{zh_rare_rank}", zh_mid + zh_rare)
+    if manifest.get("unique_tokens"):
+        add("unique token (1 doc)", manifest["unique_tokens"][0])
+    add("real-log phrase", "use the read tool")
+    add("no match", "zzyzx quarkification")
+
+    spaces = [w for w in manifest["workspaces"] if w != "<none>"]
+    cwd = spaces[min(4, len(spaces) - 1)]
+    t_end = int(manifest["t_end"])
+    w100, r100 = pick("en", 100)
+    add(f"en rank 1 + cwd {cwd}", en1, cwd=cwd)
+    add(f"en rank {r100} + cwd", w100, cwd=cwd)
+    add("en phrase 1+2 + type assistant/message", f"{en1} {en2}", types=["assistant/message"])
+    add(f"zh word rank {zh_top_rank} + surface current", zh_top, surfaces=["current"])
+    w10, r10 = pick("en", 10)
+    add(f"en rank {r10} + time last 30 days", w10, time_from=t_end - 30 * DAY_MS)
+    add(
+        "en rank 1 + cwd + type + surface + time 90d",
+        en1,
+        cwd=cwd,
+        types=["user/message", "assistant/message"],
+        surfaces=["current"],
+        time_from=t_end - 90 * DAY_MS,
+    )
+    return queries
+
+
+# ---- report -------------------------------------------------------------------------------------
+def _mark(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def _fmt_rate(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+def machine() -> dict[str, Any]:
+    mem = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import sqlite3
+
+    import tantivy
+
+    return {
+        "nproc": os.cpu_count(),
+        "ram_gib": round(mem / 2**30, 1),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "tantivy": getattr(tantivy, "__version__", "?"),
+        "platform": platform.platform(),
+    }
+
+
+def _other(r: dict[str, Any]) -> str:
+    load = r.get("machine_load") or {}
+    other = load.get("other_cores")
+    return "?" if other is None else f"{other:.2f}"
+
+
+def _ingest_row(label: str, r: dict[str, Any]) -> str:
+    eps = r["events"] / r["seconds"]
+    dps = r["documents"] / r["seconds"]
+    cpu = r.get("cpu_seconds")
+    return (
+        f"  {label:<22} {r['events']:>11,} {r['documents']:>10,} {r['seconds']:>8.1f}s "
+        f"{'?' if cpu is None else f'{cpu:.1f}s':>7} "
+        f"{_fmt_rate(eps):>10} {_fmt_rate(dps):>10} {_mb(r['size_bytes']):>12} "
+        f"{r['peak_rss_kb'] / 1024:>8,.0f} MB {_other(r):>6}"
+    )
+
+
+def report(results: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    m = results["machine"]
+    lines.append(
+        f"machine: nproc={m['nproc']} ram={m['ram_gib']} GiB python={m['python']} "
+        f"sqlite={m['sqlite']} tantivy={m['tantivy']}"
+    )
+    code = results.get("code", {})
+    lines.append(
+        f"code: git {code.get('git_head', '?')}, indexer sources sha256 "
+        f"{code.get('indexer_sha256', '?')} (tantivy_index.py modified "
+        f"{code.get('tantivy_index_mtime', '?')})"
+    )
+    lines.append(f"scale: {results['scale']}; phases run: {', '.join(results['phases_run'])}")
+    for kind, c in results["corpora"].items():
+        lines.append(
+            f"corpus ({kind}): {c['files']:,} files, {c['events']:,} events, "
+            f"{c['documents']:,} documents, {_mb(c['bytes'])} of JSONL"
+        )
+    lines.append("")
+    lines.append(
+        f"  {'ingest':<22} {'events':>11} {'documents':>10} {'wall':>9} {'cpu':>7} "
+        f"{'events/s':>10} {'docs/s':>10} {'on disk':>12} {'peak RSS':>11} {'other':>6}"
+    )
+    for kind in ("mix", "search"):
+        ing = results["ingest"].get(kind)
+        if not ing:
+            continue
+        if "reused_from" in ing:
+            lines.append(f"  ({kind}: figures reused from the run of {ing['reused_from']})")
+        sq, fts = ing["sessionq"], ing["fts5"]
+        lines.append(_ingest_row(f"({kind}) sessionq", sq))
+        lines.append(_ingest_row(f"({kind}) FTS5 baseline", fts))
+        ratio = (sq["events"] / sq["seconds"]) / (fts["events"] / fts["seconds"])
+        lines.append(
+            f"  {'':<22} sessionq/FTS5 rate x{ratio:.2f}, size x"
+            f"{sq['size_bytes'] / max(1, fts['size_bytes']):.2f}, RSS x"
+            f"{sq['peak_rss_kb'] / max(1, fts['peak_rss_kb']):.2f}; sessionq size = tantivy "
+            f"{_mb(sq['tantivy_bytes'])} + sqlite {_mb(sq['sqlite_bytes'])}"
+        )
+    bare = results.get("tantivy_bare")
+    if bare:
+        bare_dps = bare["documents"] / bare["seconds"]
+        bare_cpu = bare.get("cpu_seconds")
+        lines.append(
+            f"  {'(search) tantivy bare':<22} {'':>11} {bare['documents']:>10,} "
+            f"{bare['seconds']:>8.1f}s {'?' if bare_cpu is None else f'{bare_cpu:.1f}s':>7} "
+            f"{'':>10} {_fmt_rate(bare_dps):>10} "
+            f"{_mb(bare['size_bytes']):>12} {bare['peak_rss_kb'] / 1024:>8,.0f} MB "
+            f"{_other(bare):>6}"
+        )
+        lines.append(
+            f"  {'':<22} (add_document+commit only, {bare['threads']} indexing thread; "
+            f"building the {bare['documents']:,} Documents took {bare['prep_seconds']:.0f}s, "
+            "untimed)"
+            + (f"; reused from the run of {bare['reused_from']}" if "reused_from" in bare else "")
+        )
+    lines.append(
+        "  (cpu = process CPU time, all threads; other = cores busy with OTHER processes "
+        "on this machine during the measurement)"
+    )
+    search = results.get("search")
+    if search:
+        lines.append("")
+        lines.append(
+            f"  {'search (b), limit=101':<46} {'docs':>9} {'hits sq/fts':>11} "
+            f"{'sq p50':>8} {'sq p99':>8} {'fts p50':>9} {'fts p99':>9} {'p99 x':>7} {'n':>7}"
+        )
+        for q in search["queries"]:
+            docs = "?" if q["matching_docs"] is None else q["matching_docs"]
+            lines.append(
+                f"  {q['name'][:46]:<46} {docs:>9} "
+                f"{q['sessionq_hits']:>5}/{q['fts5_hits']:<5} "
+                f"{q['sessionq_p50']:>8.2f} {q['sessionq_p99']:>8.2f} "
+                f"{q['fts5_p50']:>9.2f} {q['fts5_p99']:>9.2f} "
+                f"{q['fts5_p99'] / q['sessionq_p99']:>7.1f} {q['sessionq_n']:>3}/{q['fts5_n']:<3}"
+            )
+        o = search["overall"]
+        sq_load = search.get("sessionq_machine_load", {})
+        fts_load = search.get("fts5_machine_load", {})
+        lines.append(
+            f"  (other processes busy: {sq_load.get('other_cores', '?')} cores during the "
+            f"sessionq run, {fts_load.get('other_cores', '?')} during the FTS5 run"
+            + (
+                f"; reused from the run of {search['reused_from']}"
+                if "reused_from" in search
+                else ""
+            )
+            + ")"
+        )
+        lines.append(
+            f"  {'ALL (each query weighs the same)':<46} {'':>9} {'':>11} "
+            f"{o['sessionq_p50']:>8.2f} {o['sessionq_p99']:>8.2f} {o['fts5_p50']:>9.2f} "
+            f"{o['fts5_p99']:>9.2f} {o['fts5_p99'] / o['sessionq_p99']:>7.1f}"
+        )
+    lines.append("")
+    lines.append("targets:")
+    for t in results["targets"]:
+        lines.append(f"  [{t['status']}] {t['target']}: {t['value']}")
+    return lines
+
+
+def _targets(results: dict[str, Any]) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    mix = results["ingest"].get("mix")
+    if mix:
+        sq, fts = mix["sessionq"], mix["fts5"]
+        eps = sq["events"] / sq["seconds"]
+        feps = fts["events"] / fts["seconds"]
+        out.append(
+            {
+                "target": "(a) sessionq ingest >= 50,000 events/s",
+                "value": f"{eps:,.0f} events/s",
+                "status": _mark(eps >= TARGET_INGEST_EPS),
+            }
+        )
+        out.append(
+            {
+                "target": "(a) sessionq ingest not slower than FTS5 ingest",
+                "value": f"{eps:,.0f} vs {feps:,.0f} events/s (x{eps / feps:.2f})",
+                "status": _mark(eps >= feps),
+            }
+        )
+    search_ing = results["ingest"].get("search")
+    if search_ing:
+        sq, fts = search_ing["sessionq"], search_ing["fts5"]
+        eps = sq["events"] / sq["seconds"]
+        feps = fts["events"] / fts["seconds"]
+        out.append(
+            {
+                "target": "(b) sessionq ingest not slower than FTS5 ingest (informative)",
+                "value": f"{eps:,.0f} vs {feps:,.0f} events/s (x{eps / feps:.2f}); "
+                f"{sq['documents'] / sq['seconds']:,.0f} vs "
+                f"{fts['documents'] / fts['seconds']:,.0f} docs/s",
+                "status": _mark(eps >= feps),
+            }
+        )
+    search = results.get("search")
+    if search:
+        o = search["overall"]
+        out.append(
+            {
+                "target": "(b) search p50 <= 5 ms",
+                "value": f"{o['sessionq_p50']:.2f} ms",
+                "status": _mark(o["sessionq_p50"] <= TARGET_P50_MS),
+            }
+        )
+        out.append(
+            {
+                "target": "(b) search p99 <= 30 ms",
+                "value": f"{o['sessionq_p99']:.2f} ms",
+                "status": _mark(o["sessionq_p99"] <= TARGET_P99_MS),
+            }
+        )
+        ratio = o["fts5_p99"] / o["sessionq_p99"]
+        out.append(
+            {
+                "target": "(b) search p99 >= 5x faster than FTS5",
+                "value": f"x{ratio:.1f} ({o['fts5_p99']:.1f} ms vs {o['sessionq_p99']:.2f} ms)",
+                "status": _mark(ratio >= TARGET_P99_RATIO),
+            }
+        )
+    return out
+
+
+# ---- main ---------------------------------------------------------------------------------------
+def _generate(kind: str, corpus: Path, size: int, seed: int) -> None:
+    flag = "--events" if kind == "mix" else "--sessions"
+    cmd = [
+        sys.executable,
+        str(ROOT / "bench" / "gen_corpus.py"),
+        "--kind",
+        kind,
+        "--out",
+        str(corpus),
+        flag,
+        str(size),
+        "--seed",
+        str(seed),
+    ]
+    print(f"$ {' '.join(cmd[1:])}", flush=True)
+    subprocess.run(cmd, cwd=ROOT, check=True)
+
+
+PHASES: Final = ("ingest-mix", "ingest-search", "bare", "search")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    data_root = out / "data"
+    data_root.mkdir(exist_ok=True)
+    phases = set(args.phases.split(",")) if args.phases else set(PHASES)
+    if args.skip_bare:
+        phases.discard("bare")
+    unknown = phases - set(PHASES)
+    if unknown:
+        raise SystemExit(f"unknown phases {sorted(unknown)}; choose from {PHASES}")
+    previous: dict[str, Any] = {}
+    if phases != set(PHASES) and (out / "results.json").exists():
+        previous = json.loads((out / "results.json").read_text())
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "code": _code_fingerprint(),
+        "scale": args.scale,
+        "corpora": {},
+        "ingest": {},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "phases_run": sorted(phases),
+    }
+    m = results["machine"]
+    print(f"machine: nproc={m['nproc']} ram={m['ram_gib']} GiB", flush=True)
+    sizes = {
+        "mix": max(1_000, int(MIX_EVENTS * args.scale)),
+        "search": max(10, int(SEARCH_SESSIONS * args.scale)),
+    }
+    manifests: dict[str, dict[str, Any]] = {}
+    for kind in ("mix", "search"):
+        corpus = out / f"corpus-{kind}"
+        if not args.skip_gen or not (corpus / "manifest.json").exists():
+            t0 = time.perf_counter()
+            _generate(kind, corpus, sizes[kind], args.seed)
+            print(f"  generated {kind} in {time.perf_counter() - t0:.1f}s", flush=True)
+        manifest = json.loads((corpus / "manifest.json").read_text())
+        manifests[kind] = manifest
+        files = _corpus_files(corpus)
+        results["corpora"][kind] = {
+            "dir": str(corpus),
+            "files": len(files),
+            "events": manifest["events"],
+            "documents": manifest["documents"],
+            "sessions": manifest["sessions"],
+            "bytes": _files_bytes(files),
+            "generation_seconds": manifest["generation_seconds"],
+            "params": manifest["params"],
+        }
+
+    for kind in ("mix", "search"):
+        if f"ingest-{kind}" not in phases:
+            if kind in previous.get("ingest", {}):
+                results["ingest"][kind] = {
+                    **previous["ingest"][kind],
+                    "reused_from": previous["started"],
+                    "reused_code": previous.get("code"),
+                }
+            continue
+        corpus = out / f"corpus-{kind}"
+        data = data_root / f"{kind}-sessionq"
+        print(f"ingest ({kind}) sessionq ...", flush=True)
+        sq = _run_child("ingest-sessionq", {"corpus": str(corpus), "data": str(data)})
+        sq["tantivy_bytes"] = _dir_bytes(data / "tantivy")
+        sq["sqlite_bytes"] = sum(_dir_bytes(p) for p in data.iterdir() if p.is_file())
+        sq["size_bytes"] = _dir_bytes(data)
+        print(f"  {sq['events'] / sq['seconds']:,.0f} events/s", flush=True)
+        db = data_root / f"{kind}-fts5.sqlite3"
+        print(f"ingest ({kind}) FTS5 ...", flush=True)
+        fts = _run_child("ingest-fts5", {"corpus": str(corpus), "db": str(db)})
+        fts["size_bytes"] = _files_bytes([Path(f"{db}{s}") for s in ("", "-wal", "-shm")])
+        print(f"  {fts['events'] / fts['seconds']:,.0f} events/s", flush=True)
+        results["ingest"][kind] = {"sessionq": sq, "fts5": fts}
+
+    if "bare" in phases:
+        print("tantivy bare indexing (search) ...", flush=True)
+        bare_dir = data_root / "search-tantivy-bare"
+        bare = _run_child(
+            "tantivy-bare",
+            {
+                "corpus": str(out / "corpus-search"),
+                "index": str(bare_dir),
+                "heap": 128_000_000,
+                "threads": 1,
+            },
+        )
+        bare["size_bytes"] = _dir_bytes(bare_dir)
+        results["tantivy_bare"] = bare
+        shutil.rmtree(bare_dir, ignore_errors=True)
+    elif "tantivy_bare" in previous:
+        results["tantivy_bare"] = {
+            **previous["tantivy_bare"],
+            "reused_from": previous["started"],
+            "reused_code": previous.get("code"),
+        }
+
+    if "search" in phases:
+        results["search"] = _search_phase(args, manifests["search"], data_root)
+    elif "search" in previous:
+        results["search"] = {
+            **previous["search"],
+            "reused_from": previous["started"],
+            "reused_code": previous.get("code"),
+        }
+    results["targets"] = _targets(results)
+    results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    return results
+
+
+def _search_phase(
+    args: argparse.Namespace, manifest: dict[str, Any], data_root: Path
+) -> dict[str, Any]:
+    queries = build_queries(manifest)
+    common = {"reps": args.reps, "warmup": args.warmup, "budget": args.budget, "queries": queries}
+    print(f"search latency: {len(queries)} queries x {args.reps} reps ...", flush=True)
+    sq_search = _run_child(
+        "search", {**common, "engine": "sessionq", "data": str(data_root / "search-sessionq")}
+    )
+    fts_search = _run_child(
+        "search", {**common, "engine": "fts5", "db": str(data_root / "search-fts5.sqlite3")}
+    )
+    per_query: list[dict[str, Any]] = []
+    for q, a, b in zip(queries, sq_search["queries"], fts_search["queries"], strict=True):
+        per_query.append(
+            {
+                **q,
+                "matching_docs": a.get("matching_docs"),
+                "sessionq_hits": a["hits"],
+                "fts5_hits": b["hits"],
+                "sessionq_n": len(a["samples_ms"]),
+                "fts5_n": len(b["samples_ms"]),
+                "sessionq_p50": _percentile(a["samples_ms"], 50),
+                "sessionq_p99": _percentile(a["samples_ms"], 99),
+                "fts5_p50": _percentile(b["samples_ms"], 50),
+                "fts5_p99": _percentile(b["samples_ms"], 99),
+                "sessionq_samples_ms": a["samples_ms"],
+                "fts5_samples_ms": b["samples_ms"],
+            }
+        )
+    sq_groups = [q["sessionq_samples_ms"] for q in per_query]
+    fts_groups = [q["fts5_samples_ms"] for q in per_query]
+    return {
+        "queries": per_query,
+        "overall": {
+            "sessionq_p50": _weighted_percentile(sq_groups, 50),
+            "sessionq_p99": _weighted_percentile(sq_groups, 99),
+            "fts5_p50": _weighted_percentile(fts_groups, 50),
+            "fts5_p99": _weighted_percentile(fts_groups, 99),
+        },
+        "sessionq_peak_rss_kb": sq_search["peak_rss_kb"],
+        "fts5_peak_rss_kb": fts_search["peak_rss_kb"],
+        "sessionq_machine_load": sq_search["machine_load"],
+        "fts5_machine_load": fts_search["machine_load"],
+        "reps": args.reps,
+        "warmup": args.warmup,
+        "budget_seconds_per_query": args.budget,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["_child"]:
+        mode, payload = argv[1], json.loads(argv[2])
+        print(json.dumps(CHILDREN[mode](payload)), flush=True)
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the default sizes")
+    ap.add_argument("--skip-gen", action="store_true", help="reuse bench/out corpora")
+    ap.add_argument("--skip-bare", action="store_true", help="skip the tantivy-py bare run")
+    ap.add_argument(
+        "--phases",
+        default="",
+        help=f"comma-separated subset of {','.join(PHASES)} (default: all); the other "
+        "phases' figures are taken over from the previous bench/out/results.json",
+    )
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=50, help="timed repetitions per query")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed repetitions per query")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=30.0,
+        help="seconds per query after which repetitions stop (at least 5 are kept)",
+    )
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=0.0,
+        help="before each measurement wait up to this many seconds for other processes to "
+        "use < 0.3 cores (for shared machines; default 0 = do not wait)",
+    )
+    args = ap.parse_args(argv)
+    QUIET["wait"] = args.quiet_wait
+    results = run(args)
+    text = report(results)
+    print("\n".join(text))
+    results["report"] = text
+    (args.out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    print(f"\nwrote {args.out / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
