@@ -120,13 +120,16 @@ class Producer:
         client_id: str,
         max_request_size: int = 8 * 1024 * 1024,
         request_timeout_ms: int = 40000,
+        linger_ms: int = 0,
     ) -> None:
+        """``linger_ms`` 0: requests and replies are latency-bound, one record at a time;
+        bulk publishers may pass a few ms to batch."""
         self._producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap,
             client_id=client_id,
             enable_idempotence=True,
             acks="all",
-            linger_ms=2,
+            linger_ms=linger_ms,
             max_request_size=max_request_size,
             request_timeout_ms=request_timeout_ms,
         )

@@ -341,7 +341,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     kafka = _kafka(args)
 
     async def main() -> int:
-        producer = Producer(kafka.bootstrap, client_id="sessionq-publisher")
+        producer = Producer(kafka.bootstrap, client_id="sessionq-publisher", linger_ms=5)
         await producer.start()
         publisher = Publisher(producer, kafka.events_topic)
         _on_terminate(publisher.stop)

@@ -53,11 +53,14 @@ def where_clause(filters: Sequence[SessionFilter]) -> tuple[str, list[Any]]:
     """Compile session filters (ANDed; list values ORed; empty list matches nothing)."""
     params: list[Any] = []
     parts: list[str] = []
+    # With an id list, primary-key lookups beat scanning a workspace through the cwd
+    # index (SQLite has no statistics to know): "+cwd" keeps the index out of the plan.
+    cwd_column = "+cwd" if any(isinstance(f, IdFilter) for f in filters) else "cwd"
     for f in filters:
         if isinstance(f, IdFilter):
             parts.append(_in_clause("id", f.values, params))
         elif isinstance(f, CwdFilter):
-            parts.append(_nullable_in("cwd", f.values, params))
+            parts.append(_nullable_in(cwd_column, f.values, params))
         elif isinstance(f, ParentFilter):
             parts.append(_nullable_in("parent", f.values, params))
         elif isinstance(f, CreatedAtFilter):

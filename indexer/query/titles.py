@@ -16,9 +16,18 @@ from indexer.titles import TitleMalformedError
 def read_title_snapshots(
     conn: sqlite3.Connection, session_ids: Sequence[str]
 ) -> list[TitleObservation]:
+    unique = list(dict.fromkeys(session_ids))
+    rows: dict[str, tuple[str, str | None]] = {}
+    for i in range(0, len(unique), 500):
+        chunk = unique[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for sid, header_json, title in conn.execute(
+            f"SELECT id, header, title FROM sessions WHERE id IN ({marks})", chunk
+        ):
+            rows[sid] = (header_json, title)
     out: list[TitleObservation] = []
-    for sid in dict.fromkeys(session_ids):
-        row = conn.execute("SELECT header, title FROM sessions WHERE id = ?", (sid,)).fetchone()
+    for sid in unique:
+        row = rows.get(sid)
         if row is None:
             out.append(
                 TitleObservation(
