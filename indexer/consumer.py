@@ -29,6 +29,7 @@ from indexer.settings import IndexerSettings, KafkaSettings
 from indexer.storage import Store
 
 log = logging.getLogger("sessionq.indexer")
+LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
 
 
 DLQ_MAX_BYTES = 16 * 1024 * 1024  # the DLQ topic's max.message.bytes
@@ -197,6 +198,7 @@ class Indexer:
         deadline = None if timeout is None else time.monotonic() + timeout
         batch_started = time.monotonic()
         batch_count = 0
+        last_lag = time.monotonic()
         while not self._stopping.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 break
@@ -221,6 +223,9 @@ class Indexer:
                 batch_started = time.monotonic()
                 if not records and not self._caught_up:
                     await self.caught_up()
+            if time.monotonic() - last_lag >= LAG_REFRESH_S:
+                await self.lag()
+                last_lag = time.monotonic()
         await self.commit()
 
     async def lag(self) -> dict[int, int]:

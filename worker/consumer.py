@@ -37,6 +37,7 @@ from worker.offsets import OffsetTracker
 from worker.settings import WorkerSettings
 
 log = logging.getLogger("sessionq.worker")
+LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
 MAX_REPLY_BYTES = 7 * 1024 * 1024  # under the replies topic's 8 MiB max.message.bytes
 
 
@@ -115,6 +116,7 @@ class Worker:
         """Serve until stopped (or ``timeout`` seconds, for tests)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         last_commit = time.monotonic()
+        last_lag = time.monotonic()
         while not self._stopping.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 break
@@ -133,6 +135,18 @@ class Worker:
             if time.monotonic() - last_commit >= 0.2:
                 await self._commit()
                 last_commit = time.monotonic()
+            if time.monotonic() - last_lag >= LAG_REFRESH_S:
+                await self._refresh_lag()
+                last_lag = time.monotonic()
+
+    async def _refresh_lag(self) -> None:
+        try:
+            lags = await self.source.lag()
+        except Exception as exc:  # metadata during a rebalance; the next refresh retries
+            log.debug("lag refresh failed: %s", exc)
+            return
+        for partition, lag in lags.items():
+            self.metrics.consumer_lag.labels(self.kafka.requests_topic, str(partition)).set(lag)
 
     async def _commit(self) -> None:
         offsets = self.offsets.committable()
