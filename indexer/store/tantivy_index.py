@@ -180,6 +180,18 @@ def _pairable(a: str, b: str) -> bool:
     return _PAIR_SPLIT.search(a) is None and _PAIR_SPLIT.search(b) is None
 
 
+_ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
+
+
+def doc_tokens(text: str) -> list[str]:
+    """The analyzer's tokens of ``text``. For ASCII text (most of it) the analyzer is
+    exactly "runs of [A-Za-z0-9], lowercased", which Python computes without a round trip
+    into Tantivy."""
+    if text.isascii():
+        return _ASCII_WORD.findall(text.lower())
+    return list(_ANALYZER.analyze(text))
+
+
 def _pairs_text(tokens: list[str]) -> str:
     """The ``pairs`` field value: each pairable adjacent pair ``a_b``, space-separated."""
     if len(tokens) < 2:
@@ -495,7 +507,7 @@ class TantivyIndex:
             doc.add_integer("time", d.time)
             doc.add_text("surface", _raw_term(d.surface))
             doc.add_text("text", text)
-            pairs = _pairs_text(list(_ANALYZER.analyze(text)))
+            pairs = _pairs_text(doc_tokens(text))
             if pairs:
                 doc.add_text("pairs", pairs)
             doc.add_text("cwd", _nullable_term(d.cwd))

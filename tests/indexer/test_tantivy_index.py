@@ -7,6 +7,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexer.query.snippet import MATCH_END, MATCH_START
 from indexer.query.types import (
@@ -663,3 +665,11 @@ def test_dump_docs_returns_the_stored_documents(index: TantivyIndex) -> None:
         b,
         IndexDoc("b", 1, "user/message", 3, "log-only", "x\ufffdy", "/w", "p", 7),
     ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_ascii_fast_path_tokens_equal_the_analyzer(text: str) -> None:
+    from indexer.store.tantivy_index import analyze, doc_tokens
+
+    assert doc_tokens(text) == analyze(text)
