@@ -42,13 +42,20 @@ class Publisher:
     async def run(self, paths: Sequence[Path], *, follow: bool, interval_s: float = 0.5) -> None:
         self.watcher = LogWatcher(paths)
         while True:
+            # Pipelined: the idempotent producer keeps each partition's order, so records
+            # are queued back to back and acknowledged together at the end of the scan.
+            pending = []
             for item in self.watcher.scan():
-                await self.producer.send(
-                    self.topic, encode_record(item.record), key=item.key.encode()
+                pending.append(
+                    await self.producer.enqueue(
+                        self.topic, encode_record(item.record), key=item.key.encode()
+                    )
                 )
                 self.summary.records += 1
                 self.summary.events += item.events
                 self.summary.sessions += item.record.kind == "header"
+            if pending:
+                await asyncio.gather(*pending)
             if not follow or self._stopping.is_set():
                 return
             with contextlib.suppress(TimeoutError):
