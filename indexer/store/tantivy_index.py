@@ -192,8 +192,14 @@ def doc_tokens(text: str) -> list[str]:
     return list(_ANALYZER.analyze(text))
 
 
+PAIR_GAP: Final = "_"
+"""Stands for an unpairable pair, so pair positions stay aligned with token positions
+(a real pair ``a_b`` always has text on both sides of the underscore)."""
+
+
 def _pairs_text(tokens: list[str]) -> str:
-    """The ``pairs`` field value: each pairable adjacent pair ``a_b``, space-separated."""
+    """The ``pairs`` field value: the adjacent pairs ``a_b`` in order, space-separated;
+    pair i sits at position i, so a phrase over pairs is a phrase over tokens."""
     if len(tokens) < 2:
         return ""
     joined = " ".join(tokens)
@@ -203,7 +209,9 @@ def _pairs_text(tokens: list[str]) -> str:
         and _PAIR_SPLIT.search(joined.replace(" ", "")) is None
     ):
         return " ".join(f"{a}_{b}" for a, b in itertools.pairwise(tokens))
-    return " ".join(f"{a}_{b}" for a, b in itertools.pairwise(tokens) if _pairable(a, b))
+    return " ".join(
+        f"{a}_{b}" if _pairable(a, b) else PAIR_GAP for a, b in itertools.pairwise(tokens)
+    )
 
 
 def _build_schema() -> tantivy.Schema:
@@ -216,7 +224,7 @@ def _build_schema() -> tantivy.Schema:
     sb.add_integer_field("time", indexed=True, fast=True)
     sb.add_text_field("surface", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("text", stored=True, tokenizer_name=ANALYZER_NAME, index_option="position")
-    sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="freq")
+    sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="position")
     sb.add_text_field("cwd", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("parent", tokenizer_name="raw", index_option="basic")
     sb.add_integer_field("created_at", indexed=True, fast=True)
@@ -557,15 +565,21 @@ class TantivyIndex:
 
     # ---- query building --------------------------------------------------------------------------
     def _text_query(self, tokens: list[str]) -> tantivy.Query:
-        """Term query for one token; a two-token phrase is the scored term of its pair (the
-        same documents, BM25 over the pair's frequency, no position checks); longer
-        phrases are the phrase plus its pairs at score 0."""
+        """Term query for one token. Longer phrases run over the pair field when every
+        adjacent pair is pairable: two tokens are the scored term of their pair, more are
+        a phrase over their pairs (the same documents as the token phrase, one term fewer
+        and far rarer terms to intersect). Otherwise: the token phrase plus its pairs at
+        score 0."""
         if len(tokens) == 1:
             return tantivy.Query.term_query(self._schema, "text", tokens[0])
-        if len(tokens) == 2 and _pairable(tokens[0], tokens[1]):
-            return tantivy.Query.term_query(
-                self._schema, "pairs", f"{tokens[0]}_{tokens[1]}", index_option="freq"
-            )
+        if all(_pairable(a, b) for a, b in itertools.pairwise(tokens)):
+            pair_terms = [f"{a}_{b}" for a, b in itertools.pairwise(tokens)]
+            if len(pair_terms) == 1:
+                return tantivy.Query.term_query(
+                    self._schema, "pairs", pair_terms[0], index_option="freq"
+                )
+            pair_words: list[str | tuple[int, str]] = list(pair_terms)
+            return tantivy.Query.phrase_query(self._schema, "pairs", pair_words)
         words: list[str | tuple[int, str]] = list(tokens)
         clauses = [(tantivy.Occur.Must, tantivy.Query.phrase_query(self._schema, "text", words))]
         pairs = {f"{a}_{b}" for a, b in itertools.pairwise(tokens) if _pairable(a, b)}
