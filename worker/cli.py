@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 if TYPE_CHECKING:
+    from aiohttp.web import AppRunner
+
     from indexer.metrics import Metrics
     from indexer.settings import KafkaSettings
     from worker.http_ops import Readiness
@@ -232,7 +234,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
     configure_logging(getattr(args, "log_format", "text"), getattr(args, "log_level", "INFO"))
 
 
-async def _serve_ops(listen: str | None, metrics: Metrics, ready: Readiness) -> object:
+async def _serve_ops(listen: str | None, metrics: Metrics, ready: Readiness) -> AppRunner | None:
     """Start ``/metrics``, ``/healthz``, ``/readyz`` when a listen address is configured."""
     if not listen:
         return None
@@ -279,7 +281,7 @@ def cmd_indexer(args: argparse.Namespace) -> int:
         finally:
             await indexer.close()
             if runner is not None:
-                await runner.cleanup()  # type: ignore[attr-defined]
+                await runner.cleanup()
 
     asyncio.run(main())
     return EXIT_OK
@@ -325,7 +327,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             await worker.close()
             service.close()
             if runner is not None:
-                await runner.cleanup()  # type: ignore[attr-defined]
+                await runner.cleanup()
 
     asyncio.run(main())
     return EXIT_OK
