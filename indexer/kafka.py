@@ -44,6 +44,20 @@ def to_records(batches: dict[Any, list[Any]]) -> list[InRecord]:
     ]
 
 
+async def assign_all(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
+    """Manually assign every partition of ``topic`` (refreshing metadata once if the
+    topic is not known yet); a missing topic is a clear error, never an empty assignment."""
+    parts = consumer.partitions_for_topic(topic)
+    if not parts:
+        await consumer._client.force_metadata_update()
+        parts = consumer.partitions_for_topic(topic)
+    if not parts:
+        raise RuntimeError(f'topic "{topic}" does not exist')
+    tps = [TopicPartition(topic, p) for p in sorted(parts)]
+    consumer.assign(tps)
+    return tps
+
+
 class EventsSource:
     """Every partition of one topic, assigned manually (no group), positioned by the
     offsets stored with the data."""
@@ -63,15 +77,8 @@ class EventsSource:
 
     async def start(self, offsets: Mapping[tuple[str, int], int]) -> None:
         await self._consumer.start()
-        parts = self._consumer.partitions_for_topic(self.topic)
-        if not parts:
-            await self._consumer._client.force_metadata_update()
-            parts = self._consumer.partitions_for_topic(self.topic)
-        if not parts:
-            raise RuntimeError(f'topic "{self.topic}" does not exist')
-        self.partitions = sorted(parts)
-        tps = [TopicPartition(self.topic, p) for p in self.partitions]
-        self._consumer.assign(tps)
+        tps = await assign_all(self._consumer, self.topic)
+        self.partitions = [tp.partition for tp in tps]
         await self.seek(offsets)
 
     async def seek(self, offsets: Mapping[tuple[str, int], int]) -> None:

@@ -31,6 +31,7 @@ from worker.envelopes import (
     decode_request,
     error_reply,
 )
+from worker.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
 from worker.handler import ToolService
 from worker.kafka import GroupSource, Producer
 from worker.offsets import OffsetTracker
@@ -207,9 +208,7 @@ class Worker:
         """After a refused reply (e.g. too large for the host's topic), try a small error."""
         if not isinstance(decoded, ToolRequest):
             return False
-        reply = error_reply(
-            decoded.id, "SESSION_QUERY_TOOL_FAILED", "session query operation failed"
-        )
+        reply = error_reply(decoded.id, TOOL_FAILED, TOOL_FAILED_MESSAGE)
         try:
             await self.producer.send(
                 decoded.reply_to,
@@ -235,7 +234,5 @@ class Worker:
             log.warning(
                 "reply %s is %d bytes; answering with an error instead", reply.id, len(value)
             )
-            value = error_reply(
-                reply.id, "SESSION_QUERY_TOOL_FAILED", "session query operation failed"
-            ).encode()
+            value = error_reply(reply.id, TOOL_FAILED, TOOL_FAILED_MESSAGE).encode()
         await self.producer.send(topic, value, key=reply.id.encode(), headers=headers)

@@ -122,14 +122,18 @@ class Dispatcher:
         self, ref: CallerRef | None, deadline: Deadline, token: CancelToken
     ) -> bool:
         """Read-your-writes: wait until the caller's log is applied through ``min_seq``
-        (immediately true when the request names no ``min_seq``)."""
+        (or, with ``wait_for_caller``, until the caller exists at all).
+
+        ``last_seq`` is one primary-key lookup, cheaper than a thread hand-off, so it runs
+        on the loop; only the waiting sleeps.
+        """
         if ref is None or ref.session_id is None:
             return True
         if ref.min_seq is None and not self.wait_for_caller:
             return True
         target = ref.min_seq if ref.min_seq is not None else -1
         while True:
-            last = await asyncio.to_thread(self.service.last_seq, ref.session_id)
+            last = self.service.last_seq(ref.session_id)
             if last is not None and last >= target:
                 return True
             if deadline.expired() or token.failure is not None:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
-from indexer.kafka import InRecord, Producer, to_records
+from indexer.kafka import InRecord, Producer, assign_all, to_records
 
 __all__ = ["GroupSource", "InRecord", "Producer", "ReplyReader"]
 
@@ -101,14 +101,7 @@ class ReplyReader:
 
     async def start(self) -> None:
         await self._consumer.start()
-        parts = self._consumer.partitions_for_topic(self.topic)
-        if not parts:
-            await self._consumer._client.force_metadata_update()
-            parts = self._consumer.partitions_for_topic(self.topic)
-        if not parts:
-            raise RuntimeError(f'reply topic "{self.topic}" does not exist')
-        tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
-        self._consumer.assign(tps)
+        tps = await assign_all(self._consumer, self.topic)
         await self._consumer.seek_to_end(*tps)
         for tp in tps:  # materialize positions before any request is sent
             await self._consumer.position(tp)

@@ -407,3 +407,21 @@ async def product_topics(
 
 async def _has_partitions(bootstrap: str, topic: str) -> bool:
     return bool(await end_offsets(bootstrap, topic))
+
+
+@contextlib.asynccontextmanager
+async def stack_with_session(
+    bootstrap: str,
+    topic_factory: Callable[..., Awaitable[str]],
+    group: str,
+    data: Path,
+    header: dict[str, Any],
+    events: Sequence[dict[str, Any]],
+) -> AsyncIterator[Stack]:
+    """A running stack (1 events partition, 2 request partitions) with one session
+    published and indexed: the caller most request tests need."""
+    topics = await create_topics(bootstrap, topic_factory, events=1, requests=2)
+    async with running_stack(topics, data, group) as s:
+        await s.publish_session(header, events)
+        await s.indexed()
+        yield s

@@ -23,6 +23,7 @@ from tests.kafka.harness import (
     create_topics,
     read_topic,
     running_stack,
+    stack_with_session,
 )
 from tests.kafka.records import request_record
 from tests.kafka.waiting import wait_until
@@ -46,10 +47,9 @@ async def stack(
     unique_name: UniqueName,
     tmp_path: Path,
 ) -> AsyncIterator[Stack]:
-    topics = await create_topics(kafka_bootstrap, topic_factory, events=1, requests=2)
-    async with running_stack(topics, tmp_path / "data", unique_name("group")) as s:
-        await s.publish_session(PEER, PEER_EVENTS)
-        await s.indexed()
+    async with stack_with_session(
+        kafka_bootstrap, topic_factory, unique_name("group"), tmp_path / "data", PEER, PEER_EVENTS
+    ) as s:
         yield s
 
 

@@ -19,11 +19,11 @@ from tests.kafka.conftest import TopicFactory, UniqueName
 from tests.kafka.harness import (
     Stack,
     Topics,
-    create_topics,
     has_records,
     product_topics,
     read_topic,
     running_stack,
+    stack_with_session,
 )
 from tests.kafka.records import (
     RawProducer,
@@ -54,10 +54,9 @@ async def stack(
     unique_name: UniqueName,
     tmp_path: Path,
 ) -> AsyncIterator[Stack]:
-    topics = await create_topics(kafka_bootstrap, topic_factory, events=1, requests=2)
-    async with running_stack(topics, tmp_path / "data", unique_name("group")) as s:
-        await s.publish_session(C, C_EVENTS)
-        await s.indexed()
+    async with stack_with_session(
+        kafka_bootstrap, topic_factory, unique_name("group"), tmp_path / "data", C, C_EVENTS
+    ) as s:
         yield s
 
 

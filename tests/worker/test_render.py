@@ -13,6 +13,7 @@ from indexer.query.types import (
     SessionHit,
     SessionRecord,
 )
+from tests.worker.spec_examples import EVENT_READ_SESS_B_5
 from worker import render
 from worker.render import TitleView, VisibleNode
 
@@ -214,40 +215,7 @@ def test_event_read_worked_example() -> None:
     events = [event(e) for e in (three, four, five, six)]
     window = EventWindow(session=SessionHeader(id="sess-b", createdAt=BASE, cwd="/work"),
                          target=events[2], events=events, start_seq=3, end_seq=6)
-    assert render.event_read("sess-b", TitleView("Fix flaky parser"), window) == """\
-Session sess-b — Fix flaky parser
-Target event seq 5:
-```json
-{
-  "type": "user/message",
-  "seq": 5,
-  "time": 1784851235000,
-  "data": {
-    "content": [
-      {
-        "type": "text",
-        "text": "Check tokenizer.ts"
-      }
-    ],
-    "source": {
-      "kind": "user"
-    },
-    "role": "user",
-    "id": "msg-5"
-  },
-  "surfaceOp": "append"
-}
-```
-
-Before:
-- seq 3 | user/message | 2026-07-24T00:00:20.000Z
-  original question about the parser
-- seq 4 | assistant/message | 2026-07-24T00:00:30.000Z
-  summary one
-  second line
-
-After:
-- seq 6 | step/end | 2026-07-24T00:00:36.000Z | (no semantic text)"""
+    assert render.event_read("sess-b", TitleView("Fix flaky parser"), window) == EVENT_READ_SESS_B_5
     alone = EventWindow(session=window.session, target=events[2], events=[events[2]],
                         start_seq=5, end_seq=5)
     text = render.event_read("sess-b", TitleView("t"), alone)

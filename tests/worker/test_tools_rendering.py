@@ -14,6 +14,7 @@ from indexer.model import SessionHeader
 from indexer.query.types import LineageNode, SessionRecord, SessionTrace, TitleObservation
 from tests.builders import BASE_TIME, assistant, chunk, header, plain, title, user
 from tests.worker.conftest import HarnessFactory
+from tests.worker.spec_examples import EVENT_READ_SESS_B_5
 
 DAY = 86_400_000
 STEP_START = {"turn": 1, "step": 1}
@@ -78,40 +79,7 @@ async def test_event_read_worked_example(make_harness: HarnessFactory) -> None:
     h = make_harness([(header("sess-b"), log)])
     reply = await h.call("session_event_read",
                          {"session_id": "sess-b", "seq": 5, "before": 2, "after": 1})
-    assert reply.text == """\
-Session sess-b — Fix flaky parser
-Target event seq 5:
-```json
-{
-  "type": "user/message",
-  "seq": 5,
-  "time": 1784851235000,
-  "data": {
-    "content": [
-      {
-        "type": "text",
-        "text": "Check tokenizer.ts"
-      }
-    ],
-    "source": {
-      "kind": "user"
-    },
-    "role": "user",
-    "id": "msg-5"
-  },
-  "surfaceOp": "append"
-}
-```
-
-Before:
-- seq 3 | user/message | 2026-07-24T00:00:20.000Z
-  original question about the parser
-- seq 4 | assistant/message | 2026-07-24T00:00:30.000Z
-  summary one
-  second line
-
-After:
-- seq 6 | step/end | 2026-07-24T00:00:36.000Z | (no semantic text)"""
+    assert reply.text == EVENT_READ_SESS_B_5
     reply = await h.call("session_event_read", {"session_id": "sess-b", "seq": 5, "before": 51})
     assert reply.text == "Error: session event window is invalid"
 
