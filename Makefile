@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 DATA ?= .sessionq/data
 SESSIONS ?=
 
-.PHONY: venv test lint run bench clean
+.PHONY: venv test test-fast lint run bench clean
 
 $(BIN)/sessionq: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,6 +18,12 @@ test: venv
 	$(BIN)/ruff check indexer worker tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# Everything but the tests that need a Kafka broker (marker ``kafka``): no JVM, no Docker.
+test-fast: venv
+	$(BIN)/ruff check indexer worker tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -m "not kafka"
 
 lint: venv
 	$(BIN)/ruff check indexer worker tests bench

@@ -12,8 +12,7 @@ import pytest
 from indexer.model.records import EventsRecord, HeaderRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
 from indexer.storage import Store
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dsh"
+from tests.data_paths import CORPUS_DIR
 
 SessionSpec = tuple[dict[str, Any], Sequence[dict[str, Any]]]
 StoreFactory = Callable[..., StoreQueryService]
@@ -63,6 +62,6 @@ def store_factory(tmp_path: Path) -> Iterator[StoreFactory]:
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip(f"real corpus not found at {CORPUS}")
-    return CORPUS
+    """The real dsh corpus checked in under ``tests/data/dsh`` (never skipped: must exist)."""
+    assert CORPUS_DIR.is_dir(), f"the real corpus is missing: {CORPUS_DIR}"
+    return CORPUS_DIR

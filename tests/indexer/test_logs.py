@@ -31,8 +31,8 @@ from indexer.logs import (
     read_log,
 )
 from indexer.titles import fold_title
+from tests.data_paths import CORPUS_DIR as CORPUS
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "dsh"
 HEADER = {"type": "session", "version": 0, "id": "s1", "createdAt": 1, "delegationDepth": 0}
 
 
@@ -524,8 +524,6 @@ def test_root_header_must_match_the_folder_id(tmp_path: Path) -> None:
 
 
 # ---- the real corpus -----------------------------------------------------------------------------
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not available")
-
 INVALID = {
     # seqs 6..86 are missing: line 8 jumps from seq 5 to seq 87.
     "apps__web__cordis-tool-round__session.jsonl":
@@ -549,7 +547,6 @@ def load_corpus() -> tuple[list[SessionLog], dict[str, tuple[int, str]]]:
     return valid, rejected
 
 
-@needs_corpus
 def test_corpus_loads_or_rejects_every_file_with_a_reason() -> None:
     files = discover([CORPUS])
     assert len(files) == 159
@@ -559,7 +556,6 @@ def test_corpus_loads_or_rejects_every_file_with_a_reason() -> None:
     assert rejected == INVALID
 
 
-@needs_corpus
 def test_rejected_corpus_files_really_have_seq_gaps() -> None:
     """Independent of the reader: the raw seqs of each rejected file are not 0..n-1."""
     for name in INVALID:
@@ -600,7 +596,6 @@ def pack(tag: str, members: list[Any]) -> dict[str, Any]:
     return {"type": tag, "seq0": first["seq"], "time0": first["time"], "data": data}
 
 
-@needs_corpus
 def test_every_corpus_event_reads_back_as_its_source_line() -> None:
     valid, _ = load_corpus()
     rows = 0
@@ -628,7 +623,6 @@ def test_every_corpus_event_reads_back_as_its_source_line() -> None:
     assert rows == 262  # every packed row of the corpus is in a valid log
 
 
-@needs_corpus
 def test_corpus_zstd_copies_read_identically(tmp_path: Path) -> None:
     valid, _ = load_corpus()
     for n, log in enumerate(valid):
@@ -644,7 +638,6 @@ def test_corpus_zstd_copies_read_identically(tmp_path: Path) -> None:
         assert [e.raw for e in copy.events] == [e.raw for e in log.events]
 
 
-@needs_corpus
 def test_corpus_surfaces_titles_and_documents() -> None:
     valid, _ = load_corpus()
     surfaces: Counter[str] = Counter()
@@ -662,7 +655,6 @@ def test_corpus_surfaces_titles_and_documents() -> None:
     assert documents == 945
 
 
-@needs_corpus
 def test_corpus_reads_at_more_than_50k_events_per_second() -> None:
     paths = discover([CORPUS])
     best = 0.0

@@ -35,6 +35,21 @@ ENV_DOCKER = "SESSIONQ_KAFKA_DOCKER"
 # KafkaContainer drives Confluent's image scripts, so only cp-kafka images fit.
 DEFAULT_IMAGE = "confluentinc/cp-kafka:7.9.0"
 
+# The settings of deploy/kafka/start.sh that tests rely on and that differ from the
+# cp-kafka defaults KafkaContainer leaves in place: one replica of the transaction log
+# (a single broker could not serve transactions otherwise) and no auto-created topics
+# (a reply to a missing topic must fail). Confluent images map KAFKA_X_Y to x.y.
+CONTAINER_BROKER_ENV = {
+    "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+    "KAFKA_DEFAULT_REPLICATION_FACTOR": "1",
+    "KAFKA_MIN_INSYNC_REPLICAS": "1",
+    "KAFKA_NUM_PARTITIONS": "1",
+    "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+    "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+    "KAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS": "1",
+}
+# How long a started KafkaContainer may take to log that the broker is up.
+CONTAINER_START_TIMEOUT_S = 120.0
 # First run resolves ~45 MB of jars with Maven before the broker starts.
 RESOLVE_BUDGET_S = 900.0
 
@@ -136,14 +151,26 @@ def start_local_broker(
     )
 
 
+def _kafka_module() -> Any | None:
+    """testcontainers' Kafka module: ``testcontainers.community.kafka`` since 4.15,
+    ``testcontainers.kafka`` before (now a deprecated alias); None when not installed."""
+    for name in ("testcontainers.community.kafka", "testcontainers.kafka"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
 def _docker_daemon_answers() -> bool:
-    """True when the Docker SDK (a testcontainers dependency) reaches a daemon."""
+    """True when a Docker daemon answers a ping, found the way testcontainers finds it
+    (``tc.host`` in ``~/.testcontainers.properties``, ``DOCKER_HOST``, the docker context)."""
     try:
-        docker: Any = importlib.import_module("docker")
+        docker_client: Any = importlib.import_module("testcontainers.core.docker_client")
     except ImportError:
         return False
     try:
-        client = docker.from_env(timeout=5)
+        client = docker_client.DockerClient(timeout=5).client
         try:
             return bool(client.ping())
         finally:
@@ -156,25 +183,33 @@ def start_testcontainers_broker() -> Broker | None:
     """A KafkaContainer (KRaft) if testcontainers is installed and Docker answers."""
     if os.environ.get(ENV_DOCKER, "1").strip().lower() in {"0", "false", "no", "off"}:
         return None
-    try:
-        kafka_module: Any = importlib.import_module("testcontainers.kafka")
-    except ImportError:
-        return None
-    if not _docker_daemon_answers():
+    kafka_module = _kafka_module()
+    if kafka_module is None or not _docker_daemon_answers():
         return None
     image = os.environ.get(ENV_IMAGE, DEFAULT_IMAGE)
-    container: Any = kafka_module.KafkaContainer(image).with_kraft()
-    container.start()
+    containers: list[Any] = []
 
     def _stop() -> None:
-        with contextlib.suppress(Exception):
-            container.stop()
+        for container in containers:
+            with contextlib.suppress(Exception):
+                container.stop()
 
-    return Broker(
-        bootstrap=str(container.get_bootstrap_server()),
-        kind="testcontainers",
-        _stopper=_stop,
-    )
+    try:
+        # The constructor already connects to Docker; start() pulls the image, then
+        # waits up to ``timeout`` s for the broker's "Kafka Server started" log line.
+        container: Any = kafka_module.KafkaContainer(image).with_kraft()
+        containers.append(container)
+        for key, value in CONTAINER_BROKER_ENV.items():
+            container.with_env(key, value)
+        container.start(timeout=int(CONTAINER_START_TIMEOUT_S))
+        bootstrap = str(container.get_bootstrap_server())
+    except Exception as exc:
+        _stop()
+        raise BrokerStartError(
+            f"testcontainers could not start {image} ({type(exc).__name__}: {exc}); "
+            f"set {ENV_DOCKER}=0 to use the local broker instead"
+        ) from exc
+    return Broker(bootstrap=bootstrap, kind="testcontainers", _stopper=_stop)
 
 
 def select_broker(tmp_dir: Path | str) -> Broker:

@@ -7,19 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
 from worker.demo_corpus import DemoSummary, example_calls
 from worker.http_ops import start_server
 from worker.serve import Embedded
 
 from .conftest import Served, call_body
-
-SCHEMAS = [
-    Path(__file__).resolve().parents[3] / "shared" / "conformance" / "upstream-tool-schemas.json",
-    Path(__file__).resolve().parents[1] / "worker" / "data" / "upstream-tool-schemas.json",
-]
 
 
 def ids(demo: DemoSummary) -> dict[str, str]:
@@ -152,10 +147,7 @@ async def test_readyz_turns_200_after_the_initial_ingest(demo: DemoSummary, tmp_
 
 
 async def test_manifest_tools_equal_the_upstream_schemas(served: Served) -> None:
-    source = next((p for p in SCHEMAS if p.is_file()), None)
-    if source is None:
-        pytest.skip("upstream-tool-schemas.json not available")
-    upstream = json.loads(source.read_text(encoding="utf-8"))
+    upstream = json.loads(UPSTREAM_TOOL_SCHEMAS.read_text(encoding="utf-8"))
     manifest = await served.get_json("/v1/manifest")
     ours = [
         {"name": t["name"], "description": t["description"], "parameters": t["parameters"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,8 @@ CALLER_EVENTS = [
     plain(2, "step/start", {"turn": 1, "step": 1}),
 ]
 CALLER_SESSION = (CALLER_HEADER, CALLER_EVENTS)
+# How long a cancelled call is watched for replying before its service call settles.
+SETTLE_WINDOW_S = 0.05
 
 
 class Spy:
@@ -101,12 +104,13 @@ class Gate:
 
         return method
 
-    async def wait_started(self) -> None:
-        for _ in range(1000):
-            if self.started.is_set():
-                return
+    async def wait_started(self, timeout: float = 10.0) -> None:
+        """Return as soon as the scripted call has started; fail after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while not self.started.is_set():
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"the scripted call never started within {timeout:.0f} s")
             await asyncio.sleep(0.005)
-        raise AssertionError("the scripted call never started")
 
 
 async def cancel_while_in_flight(
@@ -117,7 +121,10 @@ async def cancel_while_in_flight(
     task = asyncio.create_task(harness.call(tool, arguments, token=token))
     await gate.wait_started()
     token.cancel(reason)
-    await asyncio.sleep(0.05)
+    # Nothing is expected to happen here: the call must stay pending until the service
+    # settles. Watch the task for a short window; a wrong implementation that replies
+    # early ends the wait at once instead of after a fixed sleep.
+    await asyncio.wait({task}, timeout=SETTLE_WINDOW_S)
     assert not task.done(), "the call must wait for the service to settle"
     gate.release.set()
     return await task

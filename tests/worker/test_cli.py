@@ -23,11 +23,10 @@ import pytest
 
 from indexer.query.service import StoreQueryService
 from tests.builders import assistant, header, plain, title, user
+from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
 from worker.handler import Caller, ToolService
 
 REPO: Final = Path(__file__).resolve().parents[2]
-CONFORMANCE: Final = REPO.parent / "shared" / "conformance" / "upstream-tool-schemas.json"
-CONFORMANCE_COPY: Final = Path(__file__).parent / "data" / "upstream-tool-schemas.json"
 UNAUTHORIZED: Final = (
     "SESSION_QUERY_TOOL_UNAUTHORIZED: session target is outside the caller workspace\n"
 )
@@ -402,8 +401,7 @@ def test_manifest_is_byte_stable_and_carries_the_upstream_schemas() -> None:
     assert first.stdout.encode() == second.stdout.encode()
     assert first.stdout.endswith("}\n") and not first.stdout.endswith("\n\n")
     manifest = json.loads(first.stdout)
-    conformance_path = CONFORMANCE if CONFORMANCE.exists() else CONFORMANCE_COPY
-    conformance = json.loads(conformance_path.read_text(encoding="utf-8"))
+    conformance = json.loads(UPSTREAM_TOOL_SCHEMAS.read_text(encoding="utf-8"))
     assert [
         {key: tool[key] for key in ("name", "description", "parameters")}
         for tool in manifest["tools"]

@@ -1,6 +1,6 @@
 """Golden outputs of the five tools over the whole real corpus (SPEC §9-§10).
 
-The corpus (``/work/shared/corpus/dsh``) is ingested once per module; every case below is
+The corpus (``tests/data/dsh``) is ingested once per module; every case below is
 one tool call by one caller, and its reply is compared byte for byte with
 ``golden/<name>.txt``: the output text for a success, ``CODE: message`` for a failure
 (the CLI's stderr form). ``SESSIONQ_UPDATE_GOLDEN=1`` rewrites the files instead (and

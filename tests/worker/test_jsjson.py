@@ -1,6 +1,6 @@
 """``js_stringify`` equals JavaScript ``JSON.stringify(value, null, 2)``.
 
-``data/js_vectors.json`` was produced by Node 20 (``JSON.stringify(Number(s))``) for
+``tests/data/js_vectors.json`` was produced by Node 20 (``JSON.stringify(Number(s))``) for
 hand-picked and random doubles, and for strings with surrogates and controls.
 """
 
@@ -10,16 +10,15 @@ import json
 import math
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.data_paths import JS_VECTORS, UPSTREAM_TOOL_SCHEMAS
 from worker.jsjson import js_number, js_quote, js_stringify
 
-DATA = Path(__file__).parent / "data"
-VECTORS = json.loads((DATA / "js_vectors.json").read_text(encoding="utf-8"))
+VECTORS = json.loads(JS_VECTORS.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(
@@ -64,7 +63,7 @@ def test_non_ascii_and_line_separators_stay_literal() -> None:
 
 
 def test_conformance_file_round_trips_byte_for_byte() -> None:
-    text = (DATA / "upstream-tool-schemas.json").read_text(encoding="utf-8")
+    text = UPSTREAM_TOOL_SCHEMAS.read_text(encoding="utf-8")
     assert js_stringify(json.loads(text)) == text
 
 

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from tests.data_paths import REPO_ROOT
+from tests.data_paths import UPSTREAM_TOOL_SCHEMAS as CONFORMANCE
 from worker.handler import ToolService, ToolServiceConfig
 
-DATA = Path(__file__).parent / "data"
-CONFORMANCE = DATA / "upstream-tool-schemas.json"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "conformance" / CONFORMANCE.name
-SCHEMAS = Path(__file__).resolve().parents[2] / "worker" / "schemas.json"
+SCHEMAS = REPO_ROOT / "worker" / "schemas.json"
 
 
 class NoService:
@@ -31,8 +29,6 @@ def tools(config: ToolServiceConfig | None = None) -> ToolService:
 
 def test_packaged_definitions_are_the_conformance_file_byte_for_byte() -> None:
     assert SCHEMAS.read_bytes() == CONFORMANCE.read_bytes()
-    if SHARED.exists():
-        assert SCHEMAS.read_bytes() == SHARED.read_bytes()
 
 
 def test_manifest_carries_the_definitions_and_prompt_section() -> None:

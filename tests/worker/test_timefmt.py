@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.data_paths import JS_VECTORS
 from worker.errors import HarnessError
 from worker.timefmt import (
     ExactTimestamp,
@@ -21,7 +21,7 @@ from worker.timefmt import (
     upper_bound,
 )
 
-VECTORS = json.loads((Path(__file__).parent / "data" / "js_vectors.json").read_text())
+VECTORS = json.loads(JS_VECTORS.read_text())
 BASE = 1784851200000  # 2026-07-24T00:00:00.000Z
 
 

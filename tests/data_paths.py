@@ -1,0 +1,21 @@
+"""Where the tests' checked-in data lives: the one definition every test imports.
+
+Everything is inside the repository (``tests/data/``, see its README), so a clone
+anywhere runs the whole suite; a missing file is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+TESTS_DIR: Final = Path(__file__).resolve().parent
+REPO_ROOT: Final = TESTS_DIR.parent
+DATA_DIR: Final = TESTS_DIR / "data"
+
+# The upstream dsh harness's real session logs (159 files, three invalid on purpose).
+CORPUS_DIR: Final = DATA_DIR / "dsh"
+# The upstream tool definitions and prompt section (SPEC §9.1, §9.2).
+UPSTREAM_TOOL_SCHEMAS: Final = DATA_DIR / "upstream-tool-schemas.json"
+# JavaScript reference outputs produced by Node 20 (number and string formatting).
+JS_VECTORS: Final = DATA_DIR / "js_vectors.json"
