@@ -33,7 +33,7 @@ if [[ -z "$SESSIONS" ]]; then
     if "$SQ" demo-corpus --help >/dev/null 2>&1; then
         "$SQ" demo-corpus --out "$SESSIONS" --sessions 24
     else
-        "$PY" -m worker.demo_corpus --out "$SESSIONS" --sessions 24
+        "$PY" -m worker.devtools.demo_corpus --out "$SESSIONS" --sessions 24
     fi
 fi
 
@@ -74,7 +74,7 @@ announce() {
         sleep 0.2
     done
     "$PY" -c 'import sys
-from worker.demo_corpus import print_examples
+from worker.devtools.demo_corpus import print_examples
 print_examples(sys.argv[1], sys.argv[2:])' "$BASE" "${PATHS[@]}" || true
 }
 

@@ -32,17 +32,7 @@ from indexer.model.records import decode_record
 from indexer.query.service import StoreQueryService
 from indexer.settings import DLQ_TOPIC, EVENTS_TOPIC, REPLIES_TOPIC, REQUESTS_TOPIC
 from indexer.storage import Store
-from worker.dispatch import Dispatcher
-from worker.envelopes import (
-    CancelRequest,
-    EnvelopeError,
-    HttpCall,
-    ToolRequest,
-    decode_reply,
-    decode_request,
-)
-from worker.handler import ToolService
-from worker.protocol_docs import (
+from worker.devtools.protocol_docs import (
     DEAD_LETTER,
     SESSION_EVENT,
     SESSION_HEADER,
@@ -53,6 +43,16 @@ from worker.protocol_docs import (
     render,
     stale_files,
 )
+from worker.dispatch import Dispatcher
+from worker.envelopes import (
+    CancelRequest,
+    EnvelopeError,
+    HttpCall,
+    ToolRequest,
+    decode_reply,
+    decode_request,
+)
+from worker.handler import ToolService
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 Schema = dict[str, Any]
@@ -104,7 +104,7 @@ def resolve(doc: Schema, ref: str) -> Any:
 # ---- current and deterministic ---------------------------------------------------------------
 def test_committed_docs_are_current() -> None:
     stale = stale_files(DOCS)
-    assert not stale, f"stale protocol docs {stale}: run `python -m worker.protocol_docs`"
+    assert not stale, f"stale protocol docs {stale}: run `python -m worker.devtools.protocol_docs`"
 
 
 def test_generation_is_deterministic_json_with_two_space_indent() -> None:

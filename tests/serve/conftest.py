@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import aiohttp
 import pytest
 
-from worker.demo_corpus import DemoSummary, write_demo_corpus
+from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
 from worker.http_ops import start_server
 from worker.serve import Embedded
 

@@ -12,7 +12,7 @@ from indexer.logs.reader import read_log
 from indexer.logs.roots import decode_segment, discover, implied_session_id
 from indexer.query.service import StoreQueryService
 from indexer.storage import Store
-from worker.demo_corpus import (
+from worker.devtools.demo_corpus import (
     MIN_SESSIONS,
     DemoSummary,
     cli_main,

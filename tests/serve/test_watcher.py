@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.logs.reader import read_log
-from worker.demo_corpus import DemoSession, encode_segment, project_key
+from worker.devtools.demo_corpus import DemoSession, encode_segment, project_key
 
 from .conftest import Served, call_body, eventually
 
