@@ -171,13 +171,12 @@ def _code_fingerprint() -> dict[str, Any]:
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    tantivy_index = ROOT / "indexer" / "store" / "tantivy_index.py"
+    package = ROOT / "indexer" / "store" / "tantivy"
+    tantivy_mtime = max(p.stat().st_mtime for p in package.glob("*.py"))
     return {
         "git_head": head,
         "indexer_sha256": digest.hexdigest()[:16],
-        "tantivy_index_mtime": time.strftime(
-            "%Y-%m-%dT%H:%M:%S", time.localtime(tantivy_index.stat().st_mtime)
-        ),
+        "tantivy_index_mtime": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(tantivy_mtime)),
     }
 
 
@@ -240,7 +239,7 @@ def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
     from indexer.extract import extract_text
     from indexer.fold import classify
     from indexer.logs.reader import read_log
-    from indexer.store import tantivy_index as ti
+    from indexer.store.tantivy import analyzer, schema
 
     files = _corpus_files(Path(args["corpus"]))
     prep_started = time.perf_counter()
@@ -249,24 +248,24 @@ def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
         log = read_log(path)
         header = log.header
         sid = header.id
-        session_term = ti._raw_term(sid)
-        cwd = ti._nullable_term(header.cwd)
-        parent = ti._nullable_term(header.parent_session)
+        session_term = schema.raw_term(sid)
+        cwd = schema.nullable_term(header.cwd)
+        parent = schema.nullable_term(header.parent_session)
         for event, surface in zip(log.events, classify(log.events), strict=True):
             text = extract_text(event.type, event.data)
             if not text:
                 continue
-            text = ti.sanitize_text(text)
+            text = analyzer.sanitize_text(text)
             doc = tantivy.Document()
-            doc.add_text("key", ti._doc_key(sid, event.seq))
+            doc.add_text("key", schema.doc_key(sid, event.seq))
             doc.add_text("session", session_term)
             doc.add_unsigned("sid", ordinal)
             doc.add_integer("seq", event.seq)
-            doc.add_text("type", ti._raw_term(event.type))
+            doc.add_text("type", schema.raw_term(event.type))
             doc.add_integer("time", event.time)
-            doc.add_text("surface", ti._raw_term(surface))
+            doc.add_text("surface", schema.raw_term(surface))
             doc.add_text("text", text)
-            pairs = ti._pairs_text(ti.analyze(text))
+            pairs = analyzer.pairs_text(analyzer.analyze(text))
             if pairs:
                 doc.add_text("pairs", pairs)
             doc.add_text("cwd", cwd)
@@ -278,8 +277,8 @@ def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
     path = Path(args["index"])
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
-    index = tantivy.Index(ti._build_schema(), path=str(path))
-    index.register_tokenizer(ti.ANALYZER_NAME, ti.build_analyzer())
+    index = tantivy.Index(schema.build_schema(), path=str(path))
+    index.register_tokenizer(analyzer.ANALYZER_NAME, analyzer.build_analyzer())
     writer = index.writer(heap_size=int(args["heap"]), num_threads=int(args["threads"]))
     cpu0 = time.process_time()
     started = time.perf_counter()
@@ -300,8 +299,7 @@ def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sessionq_runner(data: Path) -> tuple[Callable[[dict[str, Any]], int], Callable[[], None]]:
-    from indexer.query.service import StoreQueryService
-    from indexer.query.types import (
+    from indexer.model.search import (
         CwdFilter,
         EventMetadataFilter,
         SessionFilter,
@@ -309,6 +307,7 @@ def _sessionq_runner(data: Path) -> tuple[Callable[[dict[str, Any]], int], Calla
         TimeFilter,
         TypeFilter,
     )
+    from indexer.query.service import StoreQueryService
 
     svc = StoreQueryService(data)
 
@@ -351,14 +350,15 @@ def _sessionq_doc_count(data: Path, query: str) -> int | None:
     """Matching documents for the report (uses the index's own query builder)."""
     try:
         from indexer.query.search import normalize_query
-        from indexer.store.tantivy_index import TantivyIndex, analyze
+        from indexer.store.tantivy import TantivyIndex, analyze
+        from indexer.store.tantivy.queries import text_query
 
         index = TantivyIndex(data / "tantivy", writable=False)
         searcher = index._searcher()
         tokens = analyze(normalize_query(query))
         if searcher is None or not tokens:
             return 0
-        result: Any = searcher.search(index._text_query(tokens), limit=1, count=True)
+        result: Any = searcher.search(text_query(index._schema, tokens), limit=1, count=True)
         return int(result.count or 0)
     except Exception:  # the count is informational only
         return None
@@ -535,7 +535,7 @@ def report(results: dict[str, Any]) -> list[str]:
     code = results.get("code", {})
     lines.append(
         f"code: git {code.get('git_head', '?')}, indexer sources sha256 "
-        f"{code.get('indexer_sha256', '?')} (tantivy_index.py modified "
+        f"{code.get('indexer_sha256', '?')} (store/tantivy/ modified "
         f"{code.get('tantivy_index_mtime', '?')})"
     )
     lines.append(f"scale: {results['scale']}; phases run: {', '.join(results['phases_run'])}")

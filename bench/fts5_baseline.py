@@ -25,7 +25,7 @@ from indexer.extract import extract_text
 from indexer.fold import classify
 from indexer.logs.reader import LogRejectedError, read_log
 from indexer.query.search import normalize_query
-from indexer.query.snippet import MATCH_END, MATCH_START, make_snippet
+from indexer.store.snippet import MATCH_END, MATCH_START, make_snippet
 
 SCHEMA: Final = (
     "CREATE VIRTUAL TABLE docs USING fts5("

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from indexer.errors import LogValidationError
 from indexer.model.event import SURFACE_ELIGIBLE, SessionEvent
 from indexer.model.header import is_nonneg_safe_int
-from indexer.query.types import Surface
+from indexer.model.search import Surface
 
 __all__ = [
     "FoldResult",

@@ -9,7 +9,7 @@ from typing import Any
 
 from indexer.storage import index_path, sqlite_path
 from indexer.store.sqlite_tables import connect
-from indexer.store.tantivy_index import TantivyIndex
+from indexer.store.tantivy import TantivyIndex
 
 
 @dataclass(frozen=True, slots=True)

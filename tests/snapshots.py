@@ -7,7 +7,8 @@ from typing import Any
 
 from indexer.storage import index_path, sqlite_path
 from indexer.store.sqlite_tables import connect
-from indexer.store.tantivy_index import TantivyIndex
+from indexer.store.tantivy import TantivyIndex
+from tests.indexer.tantivy_helpers import dump_docs
 
 TABLES = {
     "sessions": "SELECT id, header, cwd, parent, created_at, live, next_seq, surface,"
@@ -32,7 +33,7 @@ def snapshot(data_dir: Path, *, offsets: bool = True) -> dict[str, Any]:
         conn.close()
     index = TantivyIndex(index_path(data_dir), writable=False)
     try:
-        out["documents"] = index.dump_docs()
+        out["documents"] = dump_docs(index)
     finally:
         index.close()
     return out

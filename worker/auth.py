@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from indexer.model import SessionHeader
+from indexer.model.search import CwdFilter, IdFilter
 from indexer.query.protocol import QueryService
-from indexer.query.types import CwdFilter, IdFilter, SessionRecord
+from indexer.query.types import SessionRecord
 from worker import boundary
 from worker.deadline import CancelToken
 from worker.errors import (

@@ -12,15 +12,15 @@ import orjson
 from indexer.errors import INVALID_FILTER, SessionQueryError
 from indexer.extract import extract_text
 from indexer.jstext import JS_WHITESPACE, js_split, js_trim
-from indexer.query.types import (
+from indexer.model.search import (
     EventFilter,
-    EventRecord,
     SeqFilter,
     SurfaceFilter,
     TextFilter,
     TimeFilter,
     TypeFilter,
 )
+from indexer.query.types import EventRecord
 
 _WS_CLASS = "[" + re.escape(JS_WHITESPACE) + "]+"
 

@@ -15,7 +15,8 @@ from indexer.errors import (
 )
 from indexer.model import SessionEvent, SessionHeader
 from indexer.model.header import is_safe_int
-from indexer.query.types import EventRecord, EventTrace, EventWindow, Surface
+from indexer.model.search import Surface
+from indexer.query.types import EventRecord, EventTrace, EventWindow
 
 
 class EventShapeError(ValueError):

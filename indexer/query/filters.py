@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from indexer.errors import INVALID_FILTER, SessionQueryError
-from indexer.query.types import (
+from indexer.model.search import (
     AvailabilityFilter,
     CreatedAtFilter,
     CwdFilter,

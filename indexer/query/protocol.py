@@ -10,14 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from indexer.model.search import EventFilter, EventMetadataFilter, SessionFilter
 from indexer.query.types import (
-    EventFilter,
-    EventMetadataFilter,
     EventRecord,
     EventSearchPage,
     EventTrace,
     EventWindow,
-    SessionFilter,
     SessionRecord,
     SessionSearchPage,
     SessionTrace,

@@ -12,27 +12,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from indexer.errors import INVALID_CONFIG, SessionQueryError
+from indexer.model.search import EventFilter, EventMetadataFilter, SessionFilter, TextFilter
 from indexer.query import events as event_reads
 from indexer.query import lineage, search, sessions, titles
 from indexer.query.event_filters import apply_event_filters
 from indexer.query.filters import check_filters
 from indexer.query.types import (
-    EventFilter,
-    EventMetadataFilter,
     EventRecord,
     EventSearchPage,
     EventTrace,
     EventWindow,
-    SessionFilter,
     SessionRecord,
     SessionSearchPage,
     SessionTrace,
-    TextFilter,
     TitleObservation,
 )
 from indexer.storage import index_path, sqlite_path
 from indexer.store.sqlite_tables import connect
-from indexer.store.tantivy_index import TantivyIndex
+from indexer.store.tantivy import TantivyIndex
 
 
 class StoreQueryService:

@@ -7,16 +7,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from indexer.model import SessionHeader
-from indexer.query.collation import locale_key
-from indexer.query.types import (
+from indexer.model.search import (
     AvailabilityFilter,
     CreatedAtFilter,
     CwdFilter,
     IdFilter,
     ParentFilter,
     SessionFilter,
-    SessionRecord,
 )
+from indexer.query.collation import locale_key
+from indexer.query.types import SessionRecord
 
 RECORD_COLUMNS = "header, live"
 

@@ -1,80 +1,16 @@
-"""Values the query layer returns and the filters it accepts (SPEC §5-§8).
+"""Values the query layer returns (SPEC §5-§8).
 
-Plain frozen dataclasses: the worker renders them; nothing here touches storage.
+Plain frozen dataclasses: the worker renders them; nothing here touches storage. The
+filters it accepts and the event hit live one layer down, in ``indexer.model.search``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from indexer.model import SessionEvent, SessionHeader
-
-Surface = Literal["current", "shadowed", "log-only"]
-Availability = Literal["live", "persisted"]
-SURFACES: tuple[Surface, ...] = ("current", "shadowed", "log-only")
-
-
-# ---- session filters (SPEC §6.1) -------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class IdFilter:
-    values: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CwdFilter:
-    values: tuple[str | None, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CreatedAtFilter:
-    from_: float | None = None
-    to: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ParentFilter:
-    values: tuple[str | None, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AvailabilityFilter:
-    values: tuple[Availability, ...]
-
-
-SessionFilter = IdFilter | CwdFilter | CreatedAtFilter | ParentFilter | AvailabilityFilter
-
-
-# ---- event filters (SPEC §6.2) ---------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class SeqFilter:
-    from_: float | None = None
-    to: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TimeFilter:
-    from_: float | None = None
-    to: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TypeFilter:
-    values: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SurfaceFilter:
-    values: tuple[Surface, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class TextFilter:
-    text: str
-
-
-EventMetadataFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter
-EventFilter = EventMetadataFilter | TextFilter
+from indexer.model.search import EventHit, Surface
 
 
 # ---- records and hits ------------------------------------------------------------------------
@@ -94,16 +30,6 @@ class EventRecord:
     type: str
     time: int
     surface: Surface
-
-
-@dataclass(frozen=True, slots=True)
-class EventHit:
-    session_id: str
-    seq: int
-    type: str
-    time: int
-    surface: Surface
-    snippet: str
 
 
 @dataclass(frozen=True, slots=True)

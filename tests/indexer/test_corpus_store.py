@@ -11,8 +11,7 @@ from indexer.errors import INVALID_QUERY, SessionQueryError
 from indexer.ingest import IngestSummary, ingest_files
 from indexer.logs.reader import LogRejectedError, read_log
 from indexer.logs.roots import discover
-from indexer.query.service import StoreQueryService
-from indexer.query.types import (
+from indexer.model.search import (
     AvailabilityFilter,
     CwdFilter,
     IdFilter,
@@ -20,6 +19,7 @@ from indexer.query.types import (
     SurfaceFilter,
     TypeFilter,
 )
+from indexer.query.service import StoreQueryService
 from indexer.storage import Store
 
 COMPACTED = {

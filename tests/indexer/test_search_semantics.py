@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from indexer.model.search import CwdFilter, SessionFilter, TimeFilter
 from indexer.query.service import StoreQueryService
-from indexer.query.types import CwdFilter, SessionFilter, TimeFilter
 from tests.builders import header, user
 from tests.conftest import StoreFactory
 

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.query.snippet import MATCH_END, MATCH_START
-from indexer.query.types import (
+from indexer.model.search import (
     AvailabilityFilter,
     CreatedAtFilter,
     CwdFilter,
@@ -26,13 +25,20 @@ from indexer.query.types import (
     TimeFilter,
     TypeFilter,
 )
-from indexer.store.tantivy_index import (
-    _ANALYZER,
+from indexer.store.snippet import MATCH_END, MATCH_START
+from indexer.store.tantivy import (
     IndexDoc,
     TantivyIndex,
     analyze,
     first_occurrence,
     mark_first_occurrence,
+)
+from indexer.store.tantivy.analyzer import ANALYZER
+from tests.indexer.tantivy_helpers import (
+    delete_event,
+    dump_docs,
+    scored_matches,
+    session_doc_count,
 )
 
 NONE: frozenset[str] = frozenset()
@@ -212,7 +218,7 @@ def test_snippet_window_follows_the_first_phrase_occurrence(index: TantivyIndex)
 
 def _reference_span(text: str, tokens: list[str]) -> tuple[int, int] | None:
     """The first occurrence straight from the analyzer's tokens of the whole text."""
-    toks = _ANALYZER.pre_tokenize(text).tokens
+    toks = ANALYZER.pre_tokenize(text).tokens
     words = [t.text for t in toks]
     n = len(tokens)
     for i in range(len(words) - n + 1):
@@ -458,13 +464,13 @@ def test_upsert_is_idempotent_and_replaces(index: TantivyIndex) -> None:
 
 def test_delete_event_and_session(index: TantivyIndex) -> None:
     put(index, doc("s", 0, "needle"), doc("s", 1, "needle"), doc("t", 0, "needle"))
-    index.delete_event("s", 0)
-    index.delete_event("s", 99)
+    delete_event(index, "s", 0)
+    delete_event(index, "s", 99)
     index.commit()
-    assert index.session_doc_count("s") == 1
+    assert session_doc_count(index, "s") == 1
     index.delete_session("s")
     index.commit()
-    assert index.session_doc_count("s") == 0
+    assert session_doc_count(index, "s") == 0
     assert sessions(index, "needle") == ["t"]
     put(index, doc("s", 5, "needle", time=99))
     assert sessions(index, "needle") == ["s", "t"]
@@ -536,8 +542,8 @@ def _brute_force(
     """Each session's best document by (score, time, seq), sessions by (score desc,
     time desc, session id asc, seq desc), computed in Python from every match."""
     best: dict[str, tuple[float, int, int]] = {}
-    for score, session_id, seq, time in ix.scored_matches(
-        query, session_filters, event_filters, live_ids=live_ids, exclude_session_ids=exclude
+    for score, session_id, seq, time in scored_matches(
+        ix, query, session_filters, event_filters, live_ids=live_ids, exclude_session_ids=exclude
     ):
         held = best.get(session_id)
         if held is None or (score, time, seq) > held:
@@ -597,7 +603,7 @@ def test_grouped_search_equals_brute_force_on_20k_random_docs(tmp_path: Path) ->
         assert checked > 1_000
         # Within one session: score desc, time desc, seq desc.
         for sid in ("a", "s007"):
-            rows = ix.scored_matches("alpha", [IdFilter((sid,))], [])
+            rows = scored_matches(ix, "alpha", [IdFilter((sid,))], [])
             rows.sort(key=lambda r: (r[0], r[3], r[2]), reverse=True)
             expected_seqs = [seq for _, _, seq, _ in rows]
             for limit in (1, 5, 10_000):
@@ -626,7 +632,7 @@ def test_phrase_matches_equal_a_token_scan(index: TantivyIndex) -> None:
         query = " ".join(rng.choices(vocab, k=rng.randrange(1, 4)))
         phrase = analyze(query)
         expected = {n for n, t in texts.items() if phrase and _contains_phrase(analyze(t), phrase)}
-        got = {seq for _, _, seq, _ in index.scored_matches(query, [], [])}
+        got = {seq for _, _, seq, _ in scored_matches(index, query, [], [])}
         assert got == expected, query
 
 
@@ -661,7 +667,7 @@ def test_dump_docs_returns_the_stored_documents(index: TantivyIndex) -> None:
     a = doc("b", 1, "x\u0000y", cwd="/w", parent="p", created_at=7, time=3, surface="log-only")
     b = doc("a", 2, "needle")
     put(index, a, b)
-    assert index.dump_docs() == [
+    assert dump_docs(index) == [
         b,
         IndexDoc("b", 1, "user/message", 3, "log-only", "x\ufffdy", "/w", "p", 7),
     ]
@@ -670,6 +676,6 @@ def test_dump_docs_returns_the_stored_documents(index: TantivyIndex) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
 def test_ascii_fast_path_tokens_equal_the_analyzer(text: str) -> None:
-    from indexer.store.tantivy_index import analyze, doc_tokens
+    from indexer.store.tantivy import analyze, doc_tokens
 
     assert doc_tokens(text) == analyze(text)

@@ -9,15 +9,8 @@ from typing import Any
 import pytest
 
 from indexer.errors import SessionQueryError
-from indexer.query.types import (
-    CwdFilter,
-    IdFilter,
-    LineageNode,
-    ParentFilter,
-    SessionRecord,
-    SessionTrace,
-    TitleObservation,
-)
+from indexer.model.search import CwdFilter, IdFilter, ParentFilter
+from indexer.query.types import LineageNode, SessionRecord, SessionTrace, TitleObservation
 from tests.builders import assistant, header, plain, title, user
 from tests.worker.conftest import (
     Gate,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from indexer.query.types import (
+from indexer.model.search import (
     AvailabilityFilter,
     CreatedAtFilter,
     CwdFilter,

@@ -1,4 +1,5 @@
-"""Search-hit snippets (SPEC §7.8), pure string logic.
+"""Search-hit snippets (SPEC §7.8), pure string logic (no Tantivy: the FTS5 benchmark
+baseline builds its snippets with it too).
 
 The index marks the phrase occurrences of a document's text with ``MATCH_START``
 (U+FDD0) before and ``MATCH_END`` (U+FDD1) after each highlight span; ``make_snippet``

@@ -1,0 +1,130 @@
+"""The ``sessionq`` analyzer (SPEC deliberate difference 3) and the token forms built on it.
+
+Documents and queries go through the same analyzer, so a query token is exactly a term
+the ``text`` field holds. The ``pairs`` field value (adjacent token pairs) is derived
+here too, with the rule that decides, alike for documents and queries, which pairs are
+indexed as one term.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Final
+
+import tantivy
+
+from indexer.store.snippet import MATCH_END, MATCH_START
+
+ANALYZER_NAME: Final = "sessionq"
+
+_CJK: Final = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
+TOKEN_PATTERN: Final = rf"[{_CJK}]|[[\p{{L}}\p{{N}}\p{{Mn}}\p{{Mc}}\p{{Co}}]--[{_CJK}]]+"
+"""One token per Han/Kana/Hangul character; otherwise a maximal run of letters, numbers,
+combining marks and private-use characters (``unicode61``'s token characters plus marks,
+so Indic words stay whole). Everything else — ``_``, punctuation, symbols, emoji,
+whitespace — separates tokens. The second class subtracts CJK so that ``é中x`` is
+three tokens rather than one letter run."""
+
+
+def build_analyzer() -> tantivy.TextAnalyzer:
+    """``TOKEN_PATTERN``, then ASCII-fold, lowercase, ASCII-fold.
+
+    Folding before lowercasing turns ``İ`` into ``i`` (lowercasing first yields ``i`` +
+    U+0307, which no query types); the second fold catches lowercase forms whose
+    uppercase the table lacks. Folding maps ``é``→``e``, ``ß``→``ss``, ``æ``→``ae`` — a
+    superset of ``unicode61``'s diacritic removal, applied alike to documents and queries.
+    """
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(TOKEN_PATTERN))
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .build()
+    )
+
+
+ANALYZER: Final = build_analyzer()
+
+
+SURROGATE: Final = re.compile("[\ud800-\udfff]")
+"""Lone surrogates: JavaScript strings (a split stream delta) carry them; Rust strings
+cannot, so they never reach Tantivy."""
+
+
+def without_surrogates(text: str) -> str:
+    return SURROGATE.sub("\ufffd", text) if SURROGATE.search(text) else text
+
+
+def analyze(text: str) -> list[str]:
+    """The normalized tokens of ``text`` in order: the terms a document or query holds.
+
+    A lone surrogate separates tokens, as the U+FFFD that replaces it in documents does.
+    """
+    return list(ANALYZER.analyze(without_surrogates(text)))
+
+
+def sanitize_text(text: str) -> str:
+    """The indexed and stored form of document text.
+
+    SPEC §7.4: U+0000, U+FDD0 and U+FDD1 become U+FFFD — the two non-characters are the
+    highlight markers of §7.8, so stored text must never contain them. Lone surrogates
+    become U+FFFD too (see ``SURROGATE``); code-point offsets are unchanged.
+    """
+    for ch in ("\u0000", MATCH_START, MATCH_END):
+        if ch in text:
+            text = text.replace(ch, "\ufffd")
+    return without_surrogates(text)
+
+
+_ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
+
+
+def doc_tokens(text: str) -> list[str]:
+    """The analyzer's tokens of ``text``. For ASCII text (most of it) the analyzer is
+    exactly "runs of [A-Za-z0-9], lowercased", which Python computes without a round trip
+    into Tantivy."""
+    if text.isascii():
+        return _ASCII_WORD.findall(text.lower())
+    return list(ANALYZER.analyze(text))
+
+
+# ---- token pairs (the ``pairs`` field) -----------------------------------------------------------
+MAX_TERM_CHARS: Final = 16_000
+"""At most 64,000 UTF-8 bytes: below Tantivy's 65,530-byte token limit."""
+
+_PAIR_SPLIT: Final = re.compile(r"[\t\n\x0c\r ]")
+"""What Tantivy's whitespace tokenizer (the ``pairs`` field) splits on."""
+
+
+def pairable(a: str, b: str) -> bool:
+    """Whether the pair ``a_b`` is indexed as one term — decided alike for docs and queries.
+
+    Analyzer tokens never contain whitespace and are rarely long; the check keeps the
+    query side from requiring a pair that indexing split or dropped.
+    """
+    if len(a) + len(b) >= MAX_TERM_CHARS:
+        return False
+    return _PAIR_SPLIT.search(a) is None and _PAIR_SPLIT.search(b) is None
+
+
+PAIR_GAP: Final = "_"
+"""Stands for an unpairable pair, so pair positions stay aligned with token positions
+(a real pair ``a_b`` always has text on both sides of the underscore)."""
+
+
+def pairs_text(tokens: list[str]) -> str:
+    """The ``pairs`` field value: the adjacent pairs ``a_b`` in order, space-separated;
+    pair i sits at position i, so a phrase over pairs is a phrase over tokens."""
+    if len(tokens) < 2:
+        return ""
+    joined = " ".join(tokens)
+    if (
+        max(map(len, tokens)) < MAX_TERM_CHARS // 2
+        and joined.count(" ") == len(tokens) - 1
+        and _PAIR_SPLIT.search(joined.replace(" ", "")) is None
+    ):
+        return " ".join(f"{a}_{b}" for a, b in itertools.pairwise(tokens))
+    return " ".join(
+        f"{a}_{b}" if pairable(a, b) else PAIR_GAP for a, b in itertools.pairwise(tokens)
+    )

@@ -1,0 +1,200 @@
+"""Highlight spans and hit snippets (SPEC §7.5, §7.8).
+
+A hit's snippet is positioned by the first occurrence of the query phrase in the
+stored text, found exactly as the index analyzer tokenizes it (``first_occurrence``),
+marked with ``MATCH_START``/``MATCH_END`` and cut by ``make_snippet``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final, cast
+
+import tantivy
+
+from indexer.model.search import EventHit, Surface
+from indexer.store.snippet import MATCH_END, MATCH_START, make_snippet
+from indexer.store.tantivy.analyzer import ANALYZER, without_surrogates
+from indexer.store.tantivy.schema import load_meta
+
+_WINDOW: Final = 4_096
+_WINDOW_GROWTH: Final = 4
+_ASCII_ALNUM: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_ASCII_ALNUM_CI: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ") | _ASCII_ALNUM
+_ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+_ASCII_TOKEN: Final = re.compile("[a-z0-9]+")
+_ASCII_TOKEN_CI: Final = re.compile("[A-Za-z0-9]+")
+_NON_ASCII: Final = re.compile("[^\x00-\x7f]")
+_SEPARATOR_CACHE: dict[str, bool] = {}
+_SEPARATOR_CACHE_MAX: Final = 65_536
+
+
+def _is_separator(ch: str) -> bool:
+    """Whether the analyzer never puts ``ch`` in a token (asked of the analyzer itself:
+    a character that forms no token alone belongs to neither token class)."""
+    known = _SEPARATOR_CACHE.get(ch)
+    if known is None:
+        known = not ANALYZER.pre_tokenize(ch).tokens
+        if len(_SEPARATOR_CACHE) < _SEPARATOR_CACHE_MAX:
+            _SEPARATOR_CACHE[ch] = known
+    return known
+
+
+def _clean_prefix_end(text: str) -> int:
+    """End of the longest prefix whose tokens are all ``[A-Za-z0-9]`` runs, cut at a
+    separator: before the first non-ASCII token character, every non-ASCII character
+    separates tokens, so there the analyzer's tokens are the ASCII runs, lowercased
+    (folding leaves ASCII alone). ``len(text)`` when no such character exists."""
+    for m in _NON_ASCII.finditer(text):
+        if not _is_separator(m.group()):
+            cut = m.start()
+            while cut > 0 and text[cut - 1] in _ASCII_ALNUM_CI:
+                cut -= 1
+            return cut
+    return len(text)
+
+
+def _resume_point(text: str, cut: int, n: int) -> int:
+    """Start of the ``n-1``-th last token before ``cut``: the earliest start of an
+    occurrence that is not inside ``text[:cut]`` but may begin there."""
+    if n == 1:
+        return cut
+    lookback = 512
+    while True:
+        lo = max(0, cut - lookback)
+        starts = [m.start() for m in _ASCII_TOKEN_CI.finditer(text, lo, cut)]
+        if starts and lo > 0 and starts[0] == lo:
+            starts = starts[1:]  # may be the tail of a longer token
+        if len(starts) >= n - 1:
+            return starts[-(n - 1)]
+        if lo == 0:
+            return 0
+        lookback *= 4
+
+
+def _find_ascii(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
+    """First occurrence in text whose tokens are ASCII runs (see ``_clean_prefix_end``):
+    ``str.find`` on the first token, a regex for the rest (separators in between)."""
+    low = text.lower()
+    if len(low) != len(text):  # a non-ASCII separator with a longer lowercase form
+        low = text.translate(_ASCII_LOWER)
+    first, size = tokens[0], len(tokens[0])
+    rest = re.compile("".join(f"[^a-z0-9]+{t}" for t in tokens[1:]) + "(?![a-z0-9])")
+    pos = low.find(first)
+    while pos >= 0:
+        end = pos + size
+        if (pos == 0 or low[pos - 1] not in _ASCII_ALNUM) and (
+            end == len(low) or low[end] not in _ASCII_ALNUM
+        ):
+            m = rest.match(low, end)
+            if m:
+                return pos, m.end()
+        pos = low.find(first, pos + 1)
+    return None
+
+
+def _find_phrase(words: list[str], tokens: list[str], usable: int) -> int:
+    """Index of the first ``i`` with ``words[i:i+len(tokens)] == tokens`` and
+    ``i + len(tokens) <= usable``, else -1."""
+    n = len(tokens)
+    i = -1
+    while True:
+        try:
+            i = words.index(tokens[0], i + 1, max(0, usable - n + 1))
+        except ValueError:
+            return -1
+        if words[i : i + n] == tokens:
+            return i
+
+
+def _find_analyzed(text: str, tokens: list[str], base: int) -> tuple[int, int] | None:
+    """First occurrence at or after ``base`` (a token start or a separator boundary) by
+    the analyzer itself, window by window.
+
+    Cost follows the position of the first occurrence, not the document's length. A
+    window may cut its last token, so an occurrence must end before it; the next window
+    starts at the first token an unseen occurrence could start with (which re-reads the
+    cut token whole). Offsets are code points.
+    """
+    n = len(tokens)
+    width = _WINDOW
+    while True:
+        complete = base + width >= len(text)
+        toks = ANALYZER.pre_tokenize(text[base:] if complete else text[base : base + width]).tokens
+        usable = len(toks) if complete else len(toks) - 1
+        i = _find_phrase([t.text for t in toks], tokens, usable)
+        if i >= 0:
+            first, last = toks[i], toks[i + n - 1]
+            if last.position - first.position != n - 1:
+                return None
+            return base + first.char_offset_from, base + last.char_offset_to
+        if complete:
+            return None
+        resume = max(usable - (n - 1), 0)
+        step = toks[resume].char_offset_from if resume < len(toks) else width
+        if step <= 0:  # one token (or phrase) wider than the window
+            width *= _WINDOW_GROWTH
+        else:
+            base += step
+
+
+def first_occurrence(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
+    """Code-point span of the first occurrence of the token phrase in ``text``.
+
+    Exact with respect to the index analyzer, and fast on the usual text: the longest
+    prefix whose token characters are all ASCII (``_clean_prefix_end``; all of an ASCII
+    text) is searched with ``str`` methods; only an occurrence not inside it makes the
+    analyzer tokenize, from the last ``n-1`` tokens of that prefix on. ``None`` when there
+    is no occurrence or offsets look wrong — the snippet then starts at the beginning
+    instead of failing the search.
+    """
+    if not tokens:
+        return None
+    wanted = list(tokens)
+    ascii_query = all(_ASCII_TOKEN.fullmatch(t) for t in wanted)
+    if text.isascii():
+        return _find_ascii(text, wanted) if ascii_query else None
+    text = without_surrogates(text)  # same length: offsets stay valid for the caller
+    cut = _clean_prefix_end(text)
+    if ascii_query:
+        span = _find_ascii(text[:cut], wanted)
+        if span is not None:
+            return span
+    if cut == len(text):
+        return None
+    span = _find_analyzed(text, wanted, _resume_point(text, cut, len(wanted)))
+    if span is None or not 0 <= span[0] < span[1] <= len(text):
+        return None
+    return span
+
+
+def mark_first_occurrence(text: str, tokens: Sequence[str]) -> str:
+    """``text`` with ``MATCH_START``/``MATCH_END`` around the first phrase occurrence.
+
+    Only the first span positions a snippet (SPEC §7.8 records the first marker), so
+    later spans stay unmarked; the resulting snippet is the same.
+    """
+    span = first_occurrence(text, tokens)
+    if span is None:
+        return text
+    start, end = span
+    return text[:start] + MATCH_START + text[start:end] + MATCH_END + text[end:]
+
+
+def event_hit(
+    searcher: tantivy.Searcher, addr: Any, tokens: list[str], snippet_chars: int
+) -> EventHit:
+    """The hit of the stored document at ``addr`` (a ``tantivy.DocAddress``), its snippet
+    positioned at the first occurrence of the phrase ``tokens``."""
+    doc = searcher.doc(addr)
+    session_id, type_, surface, seq, time = load_meta(doc)[:5]
+    text = doc.get_first("text") or ""
+    return EventHit(
+        session_id=session_id,
+        seq=int(seq),
+        type=type_,
+        time=int(time),
+        surface=cast(Surface, surface),
+        snippet=make_snippet(mark_first_occurrence(text, tokens), snippet_chars),
+    )

@@ -1,0 +1,277 @@
+"""``TantivyIndex``: the index directory's lifecycle, writes and searches.
+
+Thin over the concern modules: documents are built by ``schema``, queries by
+``queries``, ranked by ``ranking`` and turned into hits by ``highlight``.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Final
+
+import tantivy
+
+from indexer.model.search import EventHit, EventMetadataFilter, IdFilter, SessionFilter
+from indexer.store.tantivy.analyzer import ANALYZER, ANALYZER_NAME, analyze
+from indexer.store.tantivy.highlight import event_hit
+from indexer.store.tantivy.queries import Nothing, base_clauses, term
+from indexer.store.tantivy.ranking import rank_events, rank_sessions
+from indexer.store.tantivy.schema import IndexDoc, build_schema, document, raw_term
+
+_NO_IDS: Final[frozenset[str]] = frozenset()
+_OPEN_ATTEMPTS: Final = 5
+
+
+class TantivyIndex:
+    """A Tantivy index directory: one long-lived writer (indexer) or a reader (workers).
+
+    Writer and readers are separate processes over one directory. A reader never takes
+    the writer lock; it sees the commit that was current at its latest ``reload()``. A
+    reader of a directory without an index yet behaves as an empty index and opens it
+    on a later ``reload()``.
+
+    Writes: ``upsert``/``delete_session`` stage changes in the writer; ``commit`` makes
+    them durable and visible (to this instance at once, to readers after ``reload``);
+    ``rollback`` discards everything staged since the last commit. The writer is never a
+    context manager: its ``__exit__`` commits even while an exception propagates.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        writable: bool,
+        heap_bytes: int = 128_000_000,
+        threads: int = 1,
+    ) -> None:
+        self.path = path
+        self.writable = writable
+        self._schema = build_schema()
+        self._index: tantivy.Index | None = None
+        self._writer: tantivy.IndexWriter | None = None
+        self._meta_signature: bytes | None = None
+        # Session ordinals, allocated by the writer: never reused within a process, and
+        # reused across processes only once no live document carries them.
+        self._ordinals: dict[str, int] = {}
+        self._next_ordinal = 1
+        self._closed = False
+        if writable:
+            path.mkdir(parents=True, exist_ok=True)
+            index = tantivy.Index(self._schema, path=str(path), reuse=True)
+            index.register_tokenizer(ANALYZER_NAME, ANALYZER)
+            index.config_reader("Manual")
+            self._index = index
+            self._writer = index.writer(heap_size=heap_bytes, num_threads=threads)
+            self._reload_index()
+            self._next_ordinal = self._max_ordinal() + 1
+        else:
+            self._open_reader()
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def _retrying(self, action: str, fn: Callable[[], None]) -> None:
+        """Run ``fn``, retrying briefly on I/O errors.
+
+        The writer process may garbage-collect segment files between a reader's read of
+        ``meta.json`` and its opening of those files; the next attempt reads the newer
+        ``meta.json``.
+        """
+        for attempt in range(_OPEN_ATTEMPTS):
+            try:
+                fn()
+                return
+            except (OSError, ValueError) as exc:
+                if attempt == _OPEN_ATTEMPTS - 1:
+                    raise OSError(f"cannot {action} Tantivy index at {self.path}: {exc}") from exc
+                _time.sleep(0.01 * (attempt + 1))
+
+    def _open_reader(self) -> None:
+        if not (self.path / "meta.json").exists():
+            return
+
+        def open_() -> None:
+            index = tantivy.Index.open(str(self.path))
+            index.register_tokenizer(ANALYZER_NAME, ANALYZER)
+            index.config_reader("Manual")
+            signature = self._signature()
+            index.reload()
+            # Field ids come from the on-disk schema, so queries are built against it.
+            self._schema = index.schema
+            self._index = index
+            self._meta_signature = signature
+
+        self._retrying("open", open_)
+
+    def _signature(self) -> bytes | None:
+        """The bytes of ``meta.json``: every commit rewrites it with a new opstamp.
+
+        Read before reloading, so a commit landing in between is picked up next time.
+        (File inode and mtime are not enough: inodes are reused and mtimes are coarse.)
+        """
+        try:
+            return (self.path / "meta.json").read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _reload_index(self) -> None:
+        index = self._index
+        assert index is not None
+        signature = self._signature()
+        self._retrying("reload", index.reload)
+        self._meta_signature = signature
+
+    def reload(self) -> None:
+        """Make the latest commit visible to later searches.
+
+        Cheap when nothing changed: one read of the small ``meta.json``, which Tantivy
+        replaces atomically on every commit.
+        """
+        if self._index is None:
+            if not self.writable and not self._closed:
+                self._open_reader()
+            return
+        if self._signature() != self._meta_signature:
+            self._reload_index()
+
+    def close(self) -> None:
+        """Drop uncommitted changes, wait for merges and release the writer lock.
+
+        Afterwards searches see an empty index and writes raise.
+        """
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.rollback()
+            writer.wait_merging_threads()
+        self._index = None
+        self._closed = True
+
+    def _searcher(self) -> tantivy.Searcher | None:
+        return None if self._index is None else self._index.searcher()
+
+    # ---- writes ----------------------------------------------------------------------------------
+    def _require_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            raise RuntimeError(f"Tantivy index at {self.path} is not open for writing")
+        return self._writer
+
+    def _max_ordinal(self) -> int:
+        searcher = self._searcher()
+        if searcher is None or searcher.num_docs == 0:
+            return 0
+        hits = searcher.search(
+            tantivy.Query.all_query(), limit=1, count=False, order_by_field="sid"
+        ).hits
+        return int(hits[0][0]) if hits else 0
+
+    def _ordinal(self, session_id: str) -> int:
+        """The ordinal the session's committed documents carry, else a fresh one."""
+        known = self._ordinals.get(session_id)
+        if known is not None:
+            return known
+        ordinal: int | None = None
+        searcher = self._searcher()
+        if searcher is not None:
+            query = term(self._schema, "session", raw_term(session_id))
+            hits = searcher.search(query, limit=1, count=False).hits
+            if hits:
+                value = searcher.fast_field_values("sid", [hits[0][1]])[0]
+                ordinal = value if isinstance(value, int) else None
+        if ordinal is None:
+            ordinal = self._next_ordinal
+            self._next_ordinal += 1
+        self._ordinals[session_id] = ordinal
+        return ordinal
+
+    def upsert(self, docs: Iterable[IndexDoc]) -> None:
+        """Stage each document: delete the document with its (session id, seq), then add.
+
+        Tantivy applies a delete to documents added before it, so the add survives and
+        applying the same document twice leaves exactly one copy.
+        """
+        writer = self._require_writer()
+        for d in docs:
+            key, doc = document(d, self._ordinal(d.session_id))
+            writer.delete_documents_by_term("key", key)
+            writer.add_document(doc)
+
+    def delete_session(self, session_id: str) -> None:
+        """Stage the removal of every document of a session."""
+        self._require_writer().delete_documents_by_term("session", raw_term(session_id))
+
+    def commit(self) -> None:
+        """Make staged changes durable, then visible to this instance's searches."""
+        self._require_writer().commit()
+        self._reload_index()
+
+    def rollback(self) -> None:
+        """Discard every change staged since the last commit."""
+        self._require_writer().rollback()
+
+    # ---- counts ----------------------------------------------------------------------------------
+    def num_docs(self) -> int:
+        """Documents in the visible snapshot."""
+        searcher = self._searcher()
+        return 0 if searcher is None else int(searcher.num_docs)
+
+    # ---- search ----------------------------------------------------------------------------------
+    def search_sessions(
+        self,
+        query: str,
+        session_filters: Sequence[SessionFilter],
+        event_filters: Sequence[EventMetadataFilter],
+        *,
+        live_ids: frozenset[str],
+        exclude_session_ids: frozenset[str],
+        limit: int,
+        snippet_chars: int = 240,
+    ) -> tuple[list[EventHit], bool]:
+        """Grouped search: each session's best document, best sessions first.
+
+        ``query`` is normalized already (SPEC §7.2). Ranking (difference 2): a session's
+        best document maximizes (BM25 score, time, seq); sessions order by that
+        document's score desc, time desc, session id ascending (code points), seq desc.
+        Returns at most ``limit`` hits and whether another qualifying session exists:
+        ``ranking.rank_sessions`` settles ``limit + 1`` sessions over one snapshot.
+        """
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        searcher = self._searcher()
+        tokens = analyze(query)
+        if searcher is None or not tokens:
+            return [], False
+        try:
+            base = base_clauses(
+                self._schema, tokens, session_filters, event_filters, live_ids, exclude_session_ids
+            )
+        except Nothing:
+            return [], False
+        ordered = rank_sessions(searcher, self._schema, base, limit + 1)
+        hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in ordered[:limit]]
+        return hits, len(ordered) > limit
+
+    def search_events(
+        self,
+        session_id: str,
+        query: str,
+        filters: Sequence[EventMetadataFilter],
+        *,
+        limit: int,
+        snippet_chars: int = 240,
+    ) -> tuple[list[EventHit], bool]:
+        """One session's documents by score desc, time desc, seq desc
+        (``ranking.rank_events``)."""
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        searcher = self._searcher()
+        tokens = analyze(query)
+        if searcher is None or not tokens:
+            return [], False
+        try:
+            only = [IdFilter((session_id,))]
+            clauses = base_clauses(self._schema, tokens, only, filters, _NO_IDS, _NO_IDS)
+        except Nothing:
+            return [], False
+        cands = rank_events(searcher, clauses, limit + 1)
+        hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in cands[:limit]]
+        return hits, len(cands) > limit

@@ -1,0 +1,140 @@
+"""The index schema and document layout (DESIGN.md "Index"; SPEC §7.3, §7.4).
+
+One Tantivy document per semantic event, carrying the event metadata and the
+session's immutable header fields so that a search is one Tantivy query:
+
+* ``key``        raw term of ``<seq>:<session id>``; upsert = delete-by-key, then add.
+* ``session``    raw term of the session id (id filter, availability, exclusions).
+* ``sid``        u64 fast field, a per-index session ordinal: grouping hits by session
+                 reads a column instead of loading stored documents.
+* ``seq``, ``time``, ``created_at``: i64, indexed and fast (ranges, tie keys).
+* ``type``, ``surface``: raw terms. ``cwd``, ``parent``: raw terms, ``NULL_TERM`` for
+  "no cwd" / "root session", so ``IN [x, null]`` is a single term-set query.
+* ``text``       the ``sessionq`` analyzer with positions, stored (snippets).
+* ``pairs``      every adjacent token pair of ``text`` as one term, with frequencies. A
+                 two-token phrase is the pair's term query (the same documents, scored
+                 by BM25 on the pair's frequency: a 10x cheaper query than a phrase
+                 over common words). A longer phrase also requires its pairs (with
+                 score 0): the rarest pair drives the intersection and only the
+                 phrase clause scores.
+* ``meta``       stored-only bytes: the ``IndexDoc`` fields except ``text`` (JSON array).
+
+Raw terms are tagged — ``v<value>``, or ``h<sha256>`` for a value too long to be a
+Tantivy term (the indexer silently drops longer tokens, which could then never match)
+or holding a lone surrogate (no Rust string can) — so ``NULL_TERM`` (``n``) can equal
+no value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+import tantivy
+
+from indexer.model.search import Surface
+from indexer.store.tantivy.analyzer import (
+    ANALYZER_NAME,
+    MAX_TERM_CHARS,
+    SURROGATE,
+    doc_tokens,
+    pairs_text,
+    sanitize_text,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexDoc:
+    """One semantic event with non-empty text, as the index stores it."""
+
+    session_id: str
+    seq: int
+    type: str
+    time: int
+    surface: Surface
+    text: str
+    cwd: str | None
+    parent: str | None
+    created_at: int
+
+
+NULL_TERM: Final = "n"
+"""The ``cwd``/``parent`` term of a session without cwd / without parent."""
+
+
+def raw_term(value: str) -> str:
+    if len(value) <= MAX_TERM_CHARS and SURROGATE.search(value) is None:
+        return "v" + value
+    return "h" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def nullable_term(value: str | None) -> str:
+    return NULL_TERM if value is None else raw_term(value)
+
+
+def doc_key(session_id: str, seq: int) -> str:
+    return raw_term(f"{seq}:{session_id}")
+
+
+def build_schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("key", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("session", tokenizer_name="raw", index_option="basic")
+    sb.add_unsigned_field("sid", indexed=True, fast=True)
+    sb.add_integer_field("seq", indexed=True, fast=True)
+    sb.add_text_field("type", tokenizer_name="raw", index_option="basic")
+    sb.add_integer_field("time", indexed=True, fast=True)
+    sb.add_text_field("surface", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("text", stored=True, tokenizer_name=ANALYZER_NAME, index_option="position")
+    sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="position")
+    sb.add_text_field("cwd", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("parent", tokenizer_name="raw", index_option="basic")
+    sb.add_integer_field("created_at", indexed=True, fast=True)
+    sb.add_bytes_field("meta", stored=True)
+    return sb.build()
+
+
+def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
+    """The ``key`` term of ``d`` and its Tantivy document (``ordinal`` is its ``sid``)."""
+    text = sanitize_text(d.text)
+    key = doc_key(d.session_id, d.seq)
+    doc = tantivy.Document()
+    doc.add_text("key", key)
+    doc.add_text("session", raw_term(d.session_id))
+    doc.add_unsigned("sid", ordinal)
+    doc.add_integer("seq", d.seq)
+    doc.add_text("type", raw_term(d.type))
+    doc.add_integer("time", d.time)
+    doc.add_text("surface", raw_term(d.surface))
+    doc.add_text("text", text)
+    pairs = pairs_text(doc_tokens(text))
+    if pairs:
+        doc.add_text("pairs", pairs)
+    doc.add_text("cwd", nullable_term(d.cwd))
+    doc.add_text("parent", nullable_term(d.parent))
+    doc.add_integer("created_at", d.created_at)
+    doc.add_bytes(
+        "meta",
+        dump_meta([d.session_id, d.type, d.surface, d.seq, d.time, d.cwd, d.parent, d.created_at]),
+    )
+    return key, doc
+
+
+def dump_meta(values: list[Any]) -> bytes:
+    try:
+        return orjson.dumps(values)
+    except TypeError:  # a lone surrogate: the stdlib escapes it and reads it back
+        return json.dumps(values).encode("ascii")
+
+
+def load_meta(doc: tantivy.Document) -> list[Any]:
+    """The ``meta`` array: session id, type, surface, seq, time, cwd, parent, created_at."""
+    raw = doc.get_first("meta") or b"[]"
+    try:
+        meta: list[Any] = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        meta = json.loads(raw)
+    return meta
