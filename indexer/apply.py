@@ -1,9 +1,11 @@
-"""Record -> store operations. The one place that turns a validated record into rows and
+"""Record -> store writes: the one place that turns a validated record into rows and
 index documents.
 
-Every ``apply_*`` validates the whole record first and only then writes, so a rejected
-record leaves the store exactly as it was (the batch it belongs to carries on). Writes go
-to the open SQLite transaction and the Tantivy writer; ``checkpoint`` makes them durable.
+``StoreWriter`` validates and writes; it never commits and never undoes. Atomicity is
+the record path's (``indexer.storage.Store.apply``): it runs each call inside a
+savepoint and an index mark, and rolls both back when the call raises. A rejection
+never writes on its own account: the one state change it may ask for, marking a
+session *held* after a seq gap, travels on the error (``RecordRejectedError.hold``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,20 @@ from typing import Any
 
 import orjson
 
-from indexer.errors import INVALID_SURFACE, SOURCE_CONFLICT, LogValidationError, RecordRejectedError
+from indexer.errors import (
+    INVALID_RECORD,
+    INVALID_SURFACE,
+    SEQ_CONFLICT,
+    SEQ_GAP,
+    SOURCE_CONFLICT,
+    UNKNOWN_SESSION,
+    LogValidationError,
+    RecordRejectedError,
+)
 from indexer.extract import extract_text
 from indexer.fold import FoldedLog, FoldStep, FoldViolation, SurfaceFold
 from indexer.logs.envelope import check_envelope
+from indexer.logs.reader import SessionLog
 from indexer.model import SessionEvent, SessionHeader, parse_header
 from indexer.model.event import SURFACE_ELIGIBLE
 from indexer.model.records import (
@@ -28,13 +40,8 @@ from indexer.model.records import (
     LifecycleRecord,
 )
 from indexer.store.sqlite_tables import SqliteTables
-from indexer.store.tantivy_index import IndexDoc, TantivyIndex
+from indexer.store.tantivy import IndexDoc, TantivyIndex
 from indexer.titles import TitleMalformedError, fold_title
-
-UNKNOWN_SESSION = "SESSIONQ_UNKNOWN_SESSION"
-SEQ_GAP = "SESSIONQ_SEQ_GAP"
-SEQ_CONFLICT = "SESSIONQ_SEQ_CONFLICT"
-INVALID_RECORD = "SESSIONQ_INVALID_RECORD"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +85,7 @@ class StoreWriter:
         self.index = index
 
     def apply(self, record: EventStreamRecord) -> Applied:
-        """Apply one decoded record; raises ``RecordRejectedError`` and changes nothing."""
+        """Validate then write one decoded record; raises ``RecordRejectedError``."""
         self.tables.begin()
         if isinstance(record, HeaderRecord):
             try:
@@ -101,6 +108,20 @@ class StoreWriter:
         if isinstance(record, DeleteRecord):
             return self.delete(record.session_id)
         raise RecordRejectedError(f"unsupported record {type(record).__name__}", INVALID_RECORD)
+
+    def apply_log(self, log: SessionLog) -> Applied:
+        """A whole log read from a file: its header, then its events (folded already)."""
+        head = self.apply_header(log.header)
+        if not log.events:
+            return head
+        applied = self.apply_events(log.header.id, log.events, folded=log.fold)
+        return Applied(
+            "log",
+            log.header.id,
+            events=applied.events,
+            documents=applied.documents,
+            noop=head.noop and applied.noop,
+        )
 
     # ---- header, lifecycle, delete ------------------------------------------------------------
     def apply_header(self, header: SessionHeader) -> Applied:
@@ -153,7 +174,7 @@ class StoreWriter:
         """Continue a session's log with a contiguous batch.
 
         Order: (1) drop an identical re-delivered prefix (a differing one is a conflict);
-        (2) reject a gap and mark the session held; (3) fold every new event on a copy of
+        (2) reject a gap, asking for the session to be held; (3) fold every new event on a copy of
         the stored surface; (4) write rows, shadow marks, links, replacements, title and
         fold state; (5) upsert index documents for new events and re-classified ones.
         """
@@ -166,8 +187,7 @@ class StoreWriter:
             return Applied("events", session_id, noop=True)
         if new[0].seq != state.next_seq:
             reason = f"session event seq {new[0].seq} is not contiguous; expected {state.next_seq}"
-            self.tables.set_held(session_id, reason)
-            raise RecordRejectedError(reason, SEQ_GAP)
+            raise RecordRejectedError(reason, SEQ_GAP, hold=reason)
 
         header = SessionHeader.model_validate_json(state.header_json)
         if folded is not None and state.next_seq == 0 and len(folded.steps) == len(new):

@@ -1,14 +1,18 @@
 """The batch commit protocol that keeps Tantivy, SQLite and the consumed offsets in step.
 
 Order of a commit:
-  1. the batch's records have been applied to the Tantivy writer (delete-then-add by doc
-     key) and to the open SQLite transaction (rows);
-  2. Tantivy commit;
+  1. the batch's records have been applied (``Store.apply``): their rows to the open
+     SQLite transaction, their index documents staged (delete-then-add by doc key);
+  2. the staged documents go to the Tantivy writer, and Tantivy commits;
   3. one SQLite transaction holding the rows *and* the consumed offsets commits.
-On any failure the writer is rolled back, the SQLite transaction is rolled back, and the
-caller seeks back to the stored offsets. A crash between 2 and 3 leaves Tantivy ahead of
-SQLite; re-applying the records from the stored offsets is idempotent (upserts by key,
-deletes of what is already gone), so the store converges.
+
+Documents reach the Tantivy writer only in step 2, so a record that fails in step 1
+drops its own documents by truncating the staging list. On any failure of steps 2-3
+the writer and the SQLite transaction are rolled back and ``BatchAbortedError`` is
+raised: the caller replays from its last committed position (the indexer seeks back to
+the stored offsets). A crash between 2 and 3 leaves Tantivy ahead of SQLite;
+re-applying the records from the stored offsets is idempotent (upserts by key, deletes
+of what is already gone), so the store converges.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from indexer.errors import BatchAbortedError
 from indexer.store.sqlite_tables import SqliteTables
-from indexer.store.tantivy_index import TantivyIndex
+from indexer.store.tantivy import TantivyIndex
 
 FAILPOINT_ENV = "SESSIONQ_FAILPOINT"
 
@@ -49,7 +54,8 @@ class Checkpoint:
             os._exit(137)
 
     def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
-        """Make the batch durable (steps 2-3 above); aborts and re-raises on failure."""
+        """Make the batch durable (steps 2-3 above); on failure abort it and raise
+        ``BatchAbortedError`` naming the cause."""
         try:
             # (2) Tantivy first: it can be re-derived from re-applied records.
             self.index.commit()
@@ -59,6 +65,9 @@ class Checkpoint:
             if offsets:
                 self.tables.store_offsets(dict(offsets))
             self.tables.commit()
+        except Exception as exc:
+            self.abort()
+            raise BatchAbortedError(f"commit failed: {type(exc).__name__}: {exc}") from exc
         except BaseException:
             self.abort()
             raise

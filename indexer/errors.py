@@ -25,6 +25,12 @@ SESSION_NOT_FOUND: Final = "SESSION_QUERY_SESSION_NOT_FOUND"
 STALE_CURSOR: Final = "SESSION_QUERY_STALE_CURSOR"
 SOURCE_CONFLICT: Final = "SESSION_QUERY_SOURCE_CONFLICT"
 
+# Why an event-stream record was rejected (dead-letter ``code``s; SPEC §11.5).
+UNKNOWN_SESSION: Final = "SESSIONQ_UNKNOWN_SESSION"
+SEQ_GAP: Final = "SESSIONQ_SEQ_GAP"
+SEQ_CONFLICT: Final = "SESSIONQ_SEQ_CONFLICT"
+INVALID_RECORD: Final = "SESSIONQ_INVALID_RECORD"
+
 
 class SessionqError(Exception):
     """Root of every error sessionq raises on purpose."""
@@ -60,6 +66,35 @@ class LogValidationError(SessionqError):
 
 
 class RecordRejectedError(SessionqError):
-    """An event-stream record that cannot be applied; it is dead-lettered with this reason."""
+    """An event-stream record that cannot be applied; it is dead-lettered with this reason.
+
+    ``hold`` is set when the rejection must leave the session *held* (a seq gap): the
+    record path rolls the record back, then records that one state change.
+    """
 
     code = "SESSIONQ_RECORD_REJECTED"
+
+    def __init__(self, message: str, code: str | None = None, *, hold: str | None = None) -> None:
+        super().__init__(message, code)
+        self.hold = hold
+
+
+class IndexFailedError(SessionqError):
+    """Tantivy refused a document or a query (its ``ValueError``, typed)."""
+
+    code = INDEX_FAILED
+
+
+class RecordFailedError(SessionqError):
+    """Applying a record failed for a reason that is not the record's fault (a bug, an
+    I/O error); the record was rolled back, the rest of the batch stands."""
+
+    code = "SESSIONQ_INTERNAL"
+
+
+class BatchAbortedError(SessionqError):
+    """Everything applied since the last commit is gone (a failed commit, or SQLite
+    rolled the transaction back itself, e.g. on a full disk). The caller replays from
+    its last committed position."""
+
+    code = PERSISTENCE_FAILED

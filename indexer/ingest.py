@@ -1,27 +1,35 @@
 """Ingest dsh session log files (or dsh persistence roots) into a data directory.
 
-Each file is applied as a ``header`` record plus one ``events`` record, exactly what the
-Kafka indexer would apply, inside a savepoint: a rejected file leaves nothing behind and
-never stops the others.
+Each file is one unit of the record path (``Store.apply``): its header and its events
+apply together or not at all, so a rejected file leaves nothing behind and never stops
+the others. Policy on failure: a rejected or failed file is reported with its reason;
+a lost batch (failed commit) reports every file of that batch, and ingest carries on
+with the next ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.errors import RecordRejectedError
+from indexer.errors import BatchAbortedError, SessionqError
 from indexer.logs.reader import LogRejectedError, read_log
-from indexer.logs.roots import discover
 from indexer.storage import Store
-from indexer.store.sqlite_tables import Savepoint
 
 
 @dataclass(slots=True)
 class Rejection:
     path: Path
     reason: str
+
+
+@dataclass(slots=True)
+class _Counts:
+    sessions: int = 0
+    unchanged: int = 0
+    events: int = 0
+    documents: int = 0
 
 
 @dataclass(slots=True)
@@ -38,6 +46,38 @@ class IngestSummary:
         """False only when files were given and none of them could be read."""
         return self.files == 0 or len(self.rejected) < self.files
 
+    def add(self, counts: _Counts) -> None:
+        self.sessions += counts.sessions
+        self.unchanged += counts.unchanged
+        self.events += counts.events
+        self.documents += counts.documents
+
+
+class _Batch:
+    """What the open (uncommitted) batch holds, so a lost batch is reported file by file."""
+
+    def __init__(self) -> None:
+        self.files: list[Path] = []
+        self.counts = _Counts()
+
+    def clear(self) -> None:
+        self.files.clear()
+        self.counts = _Counts()
+
+
+def _lost(files: list[Path], exc: BatchAbortedError) -> list[Rejection]:
+    return [Rejection(p, f"{p}: not stored: {exc.message}") for p in files]
+
+
+def _commit(store: Store, batch: _Batch, summary: IngestSummary) -> None:
+    try:
+        store.commit()
+    except BatchAbortedError as exc:
+        summary.rejected.extend(_lost(batch.files, exc))
+    else:
+        summary.add(batch.counts)
+    batch.clear()
+
 
 def ingest_files(
     store: Store,
@@ -48,50 +88,32 @@ def ingest_files(
 ) -> IngestSummary:
     """Apply every log; commit every ``commit_every_events`` events and at the end."""
     summary = IngestSummary()
-    pending = 0
+    batch = _Batch()
     for path in files:
         summary.files += 1
         try:
             log = read_log(path)
+            applied = store.apply(log)
         except LogRejectedError as exc:
             summary.rejected.append(Rejection(path, str(exc)))
         except OSError as exc:
             summary.rejected.append(Rejection(path, f"{path}: cannot read: {exc}"))
+        except BatchAbortedError as exc:
+            summary.rejected.extend(_lost([*batch.files, path], exc))
+            batch.clear()
+        except SessionqError as exc:
+            summary.rejected.append(Rejection(path, f"{path}: {exc.message}"))
         else:
-            try:
-                with Savepoint(store.tables, "ingest_file"):
-                    head = store.writer.apply_header(log.header)
-                    applied = (
-                        store.writer.apply_events(log.header.id, log.events, folded=log.fold)
-                        if log.events
-                        else None
-                    )
-            except RecordRejectedError as exc:
-                summary.rejected.append(Rejection(path, f"{path}: {exc.message}"))
+            batch.files.append(path)
+            if applied.noop:
+                batch.counts.unchanged += 1
             else:
-                if applied is None or applied.noop:
-                    if head.noop:
-                        summary.unchanged += 1
-                    else:
-                        summary.sessions += 1
-                else:
-                    summary.sessions += 1
-                    summary.events += applied.events
-                    summary.documents += applied.documents
-                    pending += applied.events
-            if pending >= commit_every_events:
-                store.commit()
-                pending = 0
+                batch.counts.sessions += 1
+                batch.counts.events += applied.events
+                batch.counts.documents += applied.documents
+            if batch.counts.events >= commit_every_events:
+                _commit(store, batch, summary)
         if on_file is not None:
             on_file(path)
-    store.commit()
+    _commit(store, batch, summary)
     return summary
-
-
-def ingest_paths(
-    store: Store,
-    paths: Sequence[Path],
-    *,
-    on_file: Callable[[Path], None] | None = None,
-) -> IngestSummary:
-    return ingest_files(store, discover(paths), on_file=on_file)

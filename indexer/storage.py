@@ -1,6 +1,22 @@
 """A data directory: the SQLite tables, the Tantivy index, the writer and the commit
 protocol behind one handle. One writer process per data directory; readers open
 ``indexer.query.service.StoreQueryService`` on the same directory.
+
+``Store.apply`` is the one record path: ``sessionq ingest``, the Kafka indexer and
+embedded ``serve`` all apply through it, under one failure rule:
+
+* the record runs inside a SQLite savepoint and an index mark;
+* if it raises, both are rolled back: none of its rows and none of its staged index
+  documents survive, the rest of the open batch stands. A seq-gap rejection then marks
+  the session *held*, the one state change a rejection leaves;
+* the error comes back typed: ``RecordRejectedError`` (the record is bad),
+  ``RecordFailedError`` (anything unexpected, a bug or an I/O error), or
+  ``BatchAbortedError`` when SQLite lost the whole transaction (e.g. a full disk) —
+  then the whole batch is gone, as after a failed ``commit``.
+
+What happens next is the caller's policy: the indexer dead-letters a failed record and
+seeks back after a lost batch, ingest reports the file, ``serve`` retries from the
+watcher's last applied position.
 """
 
 from __future__ import annotations
@@ -10,9 +26,15 @@ from pathlib import Path
 
 from indexer.apply import Applied, StoreWriter
 from indexer.checkpoint import Checkpoint
-from indexer.model.records import EventStreamRecord
-from indexer.store.sqlite_tables import SqliteTables
-from indexer.store.tantivy_index import TantivyIndex
+from indexer.errors import BatchAbortedError, RecordFailedError, SessionqError
+from indexer.logs.reader import SessionLog
+from indexer.model.records import EventStreamRecord, record_session_id
+from indexer.store.sqlite_tables import Savepoint, SqliteTables, TransactionLostError
+from indexer.store.tantivy import TantivyIndex
+
+
+def _session_of(unit: EventStreamRecord | SessionLog) -> str:
+    return unit.header.id if isinstance(unit, SessionLog) else record_session_id(unit)
 
 
 def sqlite_path(data_dir: Path) -> Path:
@@ -36,8 +58,29 @@ class Store:
         self.writer = StoreWriter(self.tables, self.index)
         self.checkpoint = Checkpoint(self.tables, self.index)
 
-    def apply(self, record: EventStreamRecord) -> Applied:
-        return self.writer.apply(record)
+    def apply(self, unit: EventStreamRecord | SessionLog) -> Applied:
+        """Apply one record (or one whole log read from a file) atomically; see the module
+        docstring for the failure rule."""
+        self.tables.begin()
+        mark = self.index.mark()
+        try:
+            with Savepoint(self.tables, "record"):
+                if isinstance(unit, SessionLog):
+                    return self.writer.apply_log(unit)
+                return self.writer.apply(unit)
+        except TransactionLostError as exc:
+            self.checkpoint.abort()
+            raise BatchAbortedError(f"the open batch was lost: {exc}") from exc
+        except BaseException as exc:
+            self.index.rollback_to(mark)
+            if not isinstance(exc, Exception):
+                raise
+            if not isinstance(exc, SessionqError):
+                raise RecordFailedError(f"internal error: {type(exc).__name__}: {exc}") from exc
+            hold = getattr(exc, "hold", None)
+            if hold is not None:
+                self.tables.set_held(_session_of(unit), hold)
+            raise
 
     def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
         self.checkpoint.commit(offsets)

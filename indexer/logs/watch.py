@@ -9,7 +9,7 @@ The publisher sends these to Kafka; the embedded service applies them directly.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +41,7 @@ class _Tracked:
     signature: tuple[int, int] = (-1, -1)
     session_id: str | None = None
     next_seq: int = 0
+    resend_header: bool = False
 
 
 @dataclass(slots=True)
@@ -75,6 +76,15 @@ class LogWatcher:
                 )
         return out
 
+    def rewind(self, session_ids: Iterable[str]) -> None:
+        """Emit these sessions again from their header on the next scan: what was emitted
+        for them was not applied (a failed record or a lost batch). The store drops what
+        it already holds (identical re-deliveries are no-ops)."""
+        wanted = set(session_ids)
+        for tracked in self._files.values():
+            if tracked.session_id in wanted:
+                tracked.signature, tracked.next_seq, tracked.resend_header = (-1, -1), 0, True
+
     def _scan_file(self, path: Path) -> list[Emitted]:
         tracked = self._files.setdefault(path, _Tracked())
         try:
@@ -99,8 +109,10 @@ class LogWatcher:
         header = session.header
         key = header.routing_key
         out: list[Emitted] = []
-        if tracked.session_id != header.id:
-            tracked.session_id, tracked.next_seq = header.id, 0
+        if tracked.session_id != header.id or tracked.resend_header:
+            if tracked.session_id != header.id:
+                tracked.session_id, tracked.next_seq = header.id, 0
+            tracked.resend_header = False
             self._keys[header.id] = key
             out.append(Emitted(key, HeaderRecord(v=1, kind="header", header=header.to_json())))
         fresh = [e for e in session.events if e.seq >= tracked.next_seq]

@@ -56,6 +56,14 @@ EventStreamRecord = Annotated[
 _ADAPTER: TypeAdapter[EventStreamRecord] = TypeAdapter(EventStreamRecord)
 
 
+def record_session_id(record: EventStreamRecord) -> str:
+    """The session a record is about (a header's id may be missing: it is then "")."""
+    if isinstance(record, HeaderRecord):
+        sid = record.header.get("id")
+        return sid if isinstance(sid, str) else ""
+    return record.session_id
+
+
 def describe_validation_error(exc: ValidationError) -> str:
     """The first problem of an envelope, naming where it is: ``at events.0: ...``."""
     first = exc.errors()[0]

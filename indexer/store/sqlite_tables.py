@@ -16,6 +16,8 @@ from pathlib import Path
 
 import orjson
 
+from indexer.errors import PERSISTENCE_FAILED, SessionqError
+
 SCHEMA_VERSION = "1"
 
 
@@ -90,9 +92,16 @@ class SqliteTables:
             self._in_tx = False
 
     def rollback(self) -> None:
+        """Roll the batch back; a transaction SQLite already ended itself is not an error
+        (that would mask the error that ended it)."""
         if self._in_tx:
-            self.conn.execute("ROLLBACK")
             self._in_tx = False
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+
+    def forget_transaction(self) -> None:
+        """SQLite ended the transaction itself; the next write begins a new one."""
+        self._in_tx = False
 
     def close(self) -> None:
         self.rollback()
@@ -234,6 +243,13 @@ class SqliteTables:
         )
 
 
+class TransactionLostError(SessionqError):
+    """SQLite ended the batch transaction on its own (it does on a full disk or an I/O
+    error): the savepoint is gone and so is every row since the last commit."""
+
+    code = PERSISTENCE_FAILED
+
+
 class Savepoint:
     """A nested, named rollback point inside the batch transaction."""
 
@@ -246,7 +262,17 @@ class Savepoint:
         self.tables.conn.execute(f"SAVEPOINT {self.name}")
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is not None:
-            self.tables.conn.execute(f"ROLLBACK TO {self.name}")
-        self.tables.conn.execute(f"RELEASE {self.name}")
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        conn = self.tables.conn
+        if exc_type is None:
+            conn.execute(f"RELEASE {self.name}")
+            return
+        if not conn.in_transaction:
+            self.tables.forget_transaction()
+            raise TransactionLostError(str(exc)) from exc
+        try:
+            conn.execute(f"ROLLBACK TO {self.name}")
+            conn.execute(f"RELEASE {self.name}")
+        except sqlite3.Error as rollback_error:
+            self.tables.rollback()
+            raise TransactionLostError(f"{exc} (rollback failed: {rollback_error})") from exc

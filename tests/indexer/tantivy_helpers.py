@@ -85,4 +85,4 @@ def session_doc_count(ix: TantivyIndex, session_id: str) -> int:
 
 def delete_event(ix: TantivyIndex, session_id: str, seq: int) -> None:
     """Stage the removal of one event's document (a no-op when it has none)."""
-    ix._require_writer().delete_documents_by_term("key", doc_key(session_id, seq))
+    ix._stage_delete("key", doc_key(session_id, seq))

@@ -13,6 +13,7 @@ from typing import Final
 
 import tantivy
 
+from indexer.errors import IndexFailedError
 from indexer.model.search import EventHit, EventMetadataFilter, IdFilter, SessionFilter
 from indexer.store.tantivy.analyzer import ANALYZER, ANALYZER_NAME, analyze
 from indexer.store.tantivy.highlight import event_hit
@@ -32,10 +33,14 @@ class TantivyIndex:
     reader of a directory without an index yet behaves as an empty index and opens it
     on a later ``reload()``.
 
-    Writes: ``upsert``/``delete_session`` stage changes in the writer; ``commit`` makes
-    them durable and visible (to this instance at once, to readers after ``reload``);
-    ``rollback`` discards everything staged since the last commit. The writer is never a
-    context manager: its ``__exit__`` commits even while an exception propagates.
+    Writes: ``upsert``/``delete_session`` build their documents at once (a document
+    Tantivy refuses fails there, as ``IndexFailedError``) and stage them in order;
+    ``mark``/``rollback_to`` drop what was staged after a mark (one record's writes,
+    ``Store.apply``); ``commit`` hands the staged operations to the writer, in order,
+    and makes them durable and visible (to this instance at once, to readers after
+    ``reload``); ``rollback`` discards everything staged since the last commit. The
+    writer is never a context manager: its ``__exit__`` commits even while an exception
+    propagates.
     """
 
     def __init__(
@@ -57,6 +62,8 @@ class TantivyIndex:
         self._ordinals: dict[str, int] = {}
         self._next_ordinal = 1
         self._closed = False
+        # (field, term, document): delete the documents with this term, then add one.
+        self._staged: list[tuple[str, str, tantivy.Document | None]] = []
         if writable:
             path.mkdir(parents=True, exist_ok=True)
             index = tantivy.Index(self._schema, path=str(path), reuse=True)
@@ -140,6 +147,7 @@ class TantivyIndex:
         Afterwards searches see an empty index and writes raise.
         """
         writer, self._writer = self._writer, None
+        self._staged.clear()
         if writer is not None:
             writer.rollback()
             writer.wait_merging_threads()
@@ -189,23 +197,50 @@ class TantivyIndex:
         Tantivy applies a delete to documents added before it, so the add survives and
         applying the same document twice leaves exactly one copy.
         """
-        writer = self._require_writer()
+        self._require_writer()
+        staged = []
         for d in docs:
-            key, doc = document(d, self._ordinal(d.session_id))
-            writer.delete_documents_by_term("key", key)
-            writer.add_document(doc)
+            try:
+                key, doc = document(d, self._ordinal(d.session_id))
+            except ValueError as exc:
+                raise IndexFailedError(f"index document {d.session_id}#{d.seq}: {exc}") from exc
+            staged.append(("key", key, doc))
+        self._staged.extend(staged)
 
     def delete_session(self, session_id: str) -> None:
         """Stage the removal of every document of a session."""
-        self._require_writer().delete_documents_by_term("session", raw_term(session_id))
+        self._stage_delete("session", raw_term(session_id))
+
+    def _stage_delete(self, field: str, value: str) -> None:
+        self._require_writer()
+        self._staged.append((field, value, None))
+
+    def mark(self) -> int:
+        """A point in the staged operations to roll back to."""
+        return len(self._staged)
+
+    def rollback_to(self, mark: int) -> None:
+        """Drop every operation staged after ``mark`` (nothing has reached the writer)."""
+        del self._staged[mark:]
 
     def commit(self) -> None:
-        """Make staged changes durable, then visible to this instance's searches."""
-        self._require_writer().commit()
+        """Hand the staged operations to the writer in order, make them durable, then
+        visible to this instance's searches. On failure the caller rolls back."""
+        writer = self._require_writer()
+        staged, self._staged = self._staged, []
+        try:
+            for field, value, doc in staged:
+                writer.delete_documents_by_term(field, value)
+                if doc is not None:
+                    writer.add_document(doc)
+            writer.commit()
+        except ValueError as exc:
+            raise IndexFailedError(f"index commit failed: {exc}") from exc
         self._reload_index()
 
     def rollback(self) -> None:
         """Discard every change staged since the last commit."""
+        self._staged.clear()
         self._require_writer().rollback()
 
     # ---- counts ----------------------------------------------------------------------------------
