@@ -723,14 +723,14 @@ def _run_line(n_workers: str, s: dict[str, Any]) -> str:
 
 
 # ---- the transport floor: sessionq's Worker with a no-op tool -----------------------------------
-class _NoopTools:
-    """Stands in for ToolService: answers every call at once with a short text."""
+class _NoopPipeline:
+    """Stands in for the pipeline: answers every call at once with a short text."""
 
-    def budget_ms(self, tool: str) -> int | None:
+    def cancel(self, request_id: str, reason: Any) -> None:
         return None
 
-    async def call(self, tool: str, arguments: Any, caller: Any, **_: Any) -> Any:
-        from worker.handler import ToolReply
+    async def answer(self, call: Any, **_: Any) -> Any:
+        from worker.outcome import ToolReply
 
         return ToolReply(output="ok")
 
@@ -744,7 +744,7 @@ class _NoopService:
 
 def echo_child(bootstrap: str) -> int:
     """``bench_kafka.py _echo BOOTSTRAP``: the real ``worker.consumer.Worker`` (consumer
-    group, offsets, dispatcher, reply producer) over a no-op tool service, so its latency
+    group, offsets, reply producer) over a no-op pipeline, so its latency
     is the Kafka request/reply floor of this machine. Requests topic from
     ``SESSIONQ_REQUESTS_TOPIC``; stops on SIGTERM."""
     from indexer.metrics import Metrics
@@ -756,14 +756,13 @@ def echo_child(bootstrap: str) -> int:
     configure_logging("text", "INFO")
 
     async def run() -> None:
-        settings = WorkerSettings(data=Path("/nonexistent"), group=os.environ["BENCH_GROUP"])
-        worker = Worker(
-            settings,
-            KafkaSettings(bootstrap=bootstrap),
-            _NoopService(),  # type: ignore[arg-type]
-            _NoopTools(),
-            metrics=Metrics("worker"),
-        )  # type: ignore[arg-type]
+        settings = WorkerSettings(
+            data=Path("/nonexistent"),
+            kafka=KafkaSettings(bootstrap=bootstrap),
+            group=os.environ["BENCH_GROUP"],
+        )
+        worker = Worker(settings, _NoopService(), metrics=Metrics("worker"))  # type: ignore[arg-type]
+        worker.pipeline = _NoopPipeline()  # type: ignore[assignment]
         await worker.start()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(worker.stop()))

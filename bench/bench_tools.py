@@ -1,7 +1,7 @@
 """Per-tool latency through the tool service, side by side with the bare query layer and
 the upstream-style SQLite baseline (issue: "per-tool latency p50/p99").
 
-Every call goes through ``worker.handler.ToolService(StoreQueryService(data)).call(tool,
+Every call goes through ``worker.pipeline.Pipeline(StoreQueryService(data)).call(tool,
 args, Caller(session, step_seq))`` on one asyncio loop, sequentially, over the search-scale
 corpus (``bench/out/corpus-search``, 10,000 sessions, ~1M documents). For each case three
 things are timed, interleaved rep by rep (so drifting load from other processes on a shared
@@ -298,7 +298,7 @@ class UpstreamReads:
 def build_cases(
     svc: Any, fts: Any, up: UpstreamReads, picker: Picker, fts_db: Path, n_callers: int
 ) -> list[Case]:
-    from indexer.query.types import CwdFilter
+    from indexer.model.search import CwdFilter
     from worker.input import event_filters
 
     cases: list[Case] = []
@@ -482,7 +482,7 @@ def _summary(samples: Sequence[float]) -> dict[str, float]:
 
 
 async def run_case(tools: Any, case: Case, reps: int, warmup: int) -> dict[str, Any]:
-    from worker.handler import Caller
+    from worker.auth import Caller
 
     callers = [Caller(c, case.step_seq) for c in case.callers]
     # warm-up (and a correctness check: every tool reply must be ok)
@@ -571,12 +571,13 @@ class TimingService:
 async def breakdown(svc: Any, cases: Sequence[Case], reps: int, profile_top: int) -> list[dict]:
     """Per case: mean ms per service method (in its thread) vs the whole call; and a
     cProfile of the event-loop thread (tool logic, rendering, thread hand-offs)."""
-    from worker.handler import Caller, ToolService
+    from worker.auth import Caller
+    from worker.pipeline import Pipeline
 
     out = []
     for case in cases:
         timing = TimingService(svc)
-        tools = ToolService(timing)  # type: ignore[arg-type]
+        tools = Pipeline(timing)  # type: ignore[arg-type]
         callers = [Caller(c, case.step_seq) for c in case.callers]
         for c in callers[:3]:
             await tools.call(case.tool, case.args, c)
@@ -642,9 +643,9 @@ async def micro(svc: Any, cases: Sequence[Case], store_db: Path, reps: int) -> d
     """Where the tool layer's extra milliseconds go, measured piece by piece on the cap case
     (100 hits in the largest workspace)."""
     from indexer.model import SessionHeader
+    from indexer.model.search import CwdFilter, IdFilter
     from indexer.query.sessions import get_records, where_clause
     from indexer.query.titles import read_title_snapshots
-    from indexer.query.types import CwdFilter, IdFilter
     from worker.timefmt import iso
 
     cap = next((c for c in cases if c.name.startswith("cap: en rank")), None)
@@ -855,7 +856,7 @@ def _loadavg() -> str:
 async def amain(args: argparse.Namespace) -> dict[str, Any]:
     from bench.fts5_baseline import Fts5Search
     from indexer.query.service import StoreQueryService
-    from worker.handler import ToolService
+    from worker.pipeline import Pipeline
 
     corpus: Path = args.corpus
     manifest = json.loads((corpus / "manifest.json").read_text())
@@ -863,7 +864,7 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
     ensure_fts5(args.fts5, corpus)
     store_db = args.data / "store.sqlite3"
     svc = StoreQueryService(args.data)
-    tools = ToolService(svc)
+    tools = Pipeline(svc)
     fts = Fts5Search(args.fts5)
     up = UpstreamReads(store_db, args.fts5)
     picker = Picker(store_db, manifest, args.seed)

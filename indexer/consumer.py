@@ -1,12 +1,14 @@
 """The Kafka indexer: every partition of the events topic -> the store, batch by batch.
 
-Order of one batch: poll records (all partitions) -> decode and apply each record (a
-record that cannot be parsed or applied is queued to the DLQ with its reason and source
-coordinates; its partition keeps flowing) -> when N records or T ms have passed, wait for
-the DLQ acknowledgements, then commit the store with the next offsets (Tantivy, then one
-SQLite transaction holding rows + offsets; see ``indexer.checkpoint``). On a commit
-failure the store is rolled back and the source seeks back to the stored offsets, so
-nothing is lost and nothing is applied twice in effect.
+Order of one batch: poll records (all partitions) -> decode and apply each record through
+the record path (``Store.apply``; a record that cannot be parsed or applied is rolled
+back and queued to the DLQ with its reason and source coordinates; its partition keeps
+flowing) -> when N records or T ms have passed, wait for the DLQ acknowledgements, then
+commit the store with the next offsets (Tantivy, then one SQLite transaction holding
+rows + offsets; see ``indexer.checkpoint``). When the batch is lost (a failed commit, or
+SQLite ended the transaction itself) the source seeks back to the stored offsets and
+the batch is replayed after a back-off, so nothing is lost and nothing is applied twice
+in effect.
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ from typing import Any
 
 import orjson
 
-from indexer.errors import SessionqError
+from indexer.errors import BatchAbortedError, SessionqError
 from indexer.kafka import EventsSource, InRecord, Producer
 from indexer.metrics import Metrics
 from indexer.model.records import decode_record
-from indexer.settings import IndexerSettings, KafkaSettings
+from indexer.settings import IndexerSettings
 from indexer.storage import Store
 
 log = logging.getLogger("sessionq.indexer")
 LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
+RETRY_FIRST_S = 0.5  # back-off after a lost batch, doubling up to RETRY_MAX_S
+RETRY_MAX_S = 30.0
 
 
 DLQ_MAX_BYTES = 16 * 1024 * 1024  # the DLQ topic's max.message.bytes
@@ -78,11 +82,11 @@ class Indexer:
     def __init__(
         self,
         settings: IndexerSettings,
-        kafka: KafkaSettings,
         *,
         on_commit: Callable[[IndexerCounters], Awaitable[None] | None] | None = None,
         metrics: Metrics | None = None,
     ) -> None:
+        kafka = settings.kafka
         self.settings = settings
         self.kafka = kafka
         self.store = Store(settings.data)
@@ -97,6 +101,7 @@ class Indexer:
         self.metrics = metrics if metrics is not None else Metrics("indexer")
         self._stopping = asyncio.Event()
         self._caught_up = False
+        self._retry_s = 0.0
 
     async def start(self) -> None:
         await self.dlq.start()
@@ -112,22 +117,20 @@ class Indexer:
             await self.dlq.stop()
             self.store.close()
 
-    def apply(self, record: InRecord) -> None:
-        """Apply one record; a bad one is queued for the DLQ instead."""
+    def apply(self, record: InRecord) -> bool:
+        """Apply one record; a bad one is queued for the DLQ instead. False when the open
+        batch was lost and the caller must replay from the stored offsets."""
         try:
             applied = self.store.apply(decode_record(record.value))
+        except BatchAbortedError as exc:
+            log.error("batch lost at %s[%d]@%d: %s", record.topic, record.partition,
+                      record.offset, exc.message)
+            return False
         except SessionqError as exc:
+            if exc.code == "SESSIONQ_INTERNAL":
+                log.error("unexpected failure applying %s[%d]@%d: %s", record.topic,
+                          record.partition, record.offset, exc.message, exc_info=exc.__cause__)
             self._dead_letter(record, exc.message, exc.code)
-        except Exception as exc:  # an unexpected bug must not stop the partition
-            log.exception(
-                "unexpected failure applying %s[%d]@%d",
-                record.topic,
-                record.partition,
-                record.offset,
-            )
-            self._dead_letter(
-                record, f"internal error: {type(exc).__name__}: {exc}", "SESSIONQ_INTERNAL"
-            )
         else:
             if applied.noop:
                 self.counters.noop += 1
@@ -137,6 +140,16 @@ class Indexer:
                 self.metrics.records_applied.labels(applied.kind).inc()
             self.metrics.last_applied.set(time.time())
         self._offsets[(record.topic, record.partition)] = record.offset + 1
+        return True
+
+    async def replay(self) -> None:
+        """After a lost batch: forget it, seek back to the stored offsets, back off."""
+        self._offsets.clear()
+        self._pending_dlq.clear()
+        self._retry_s = min(RETRY_MAX_S, max(RETRY_FIRST_S, self._retry_s * 2))
+        await self.source.seek(self.store.offsets())
+        log.warning("replaying from the stored offsets in %.1fs", self._retry_s)
+        await asyncio.sleep(self._retry_s)
 
     def _dead_letter(self, record: InRecord, reason: str, code: str) -> None:
         log.warning(
@@ -178,12 +191,12 @@ class Indexer:
             return
         try:
             self.store.commit(self._offsets)
-        except Exception:
-            log.exception("commit failed; seeking back to the stored offsets")
-            self._offsets.clear()
-            await self.source.seek(self.store.offsets())
-            raise
+        except BatchAbortedError as exc:
+            log.error("%s", exc.message)
+            await self.replay()
+            return
         self._offsets.clear()
+        self._retry_s = 0.0
         self.counters.commits += 1
         self.counters.last_commit_ms = (time.perf_counter() - started) * 1000
         self.metrics.commit_seconds.observe(self.counters.last_commit_ms / 1000)
@@ -209,7 +222,10 @@ class Indexer:
                 max_records=self.settings.batch_records,
             )
             for record in records:
-                self.apply(record)
+                if not self.apply(record):
+                    await self.replay()
+                    records, batch_count = [], 0
+                    break
             seen += len(records)
             batch_count += len(records)
             elapsed_ms = (time.monotonic() - batch_started) * 1000

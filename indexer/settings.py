@@ -1,35 +1,150 @@
-"""Indexer configuration: one frozen settings object, ``SESSIONQ_`` environment prefix."""
+"""Configuration: one pydantic-settings model per role, defaults in one place.
+
+Every value comes from, in order: the command-line flags that were given (the CLI
+passes only those), then ``SESSIONQ_<NAME>`` environment variables, then the defaults
+below. Nested models (the Kafka connection, the tool limits) keep their fields' flat
+names in the environment: ``SESSIONQ_BOOTSTRAP``, not ``SESSIONQ_KAFKA__BOOTSTRAP``,
+so the variables read the same as the flags. The README's configuration table is
+checked against these models by a test.
+"""
 
 from __future__ import annotations
 
+import os
+import types
+import typing
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+ENV_PREFIX = "SESSIONQ_"
 EVENTS_TOPIC = "sessionq.events"
 REQUESTS_TOPIC = "sessionq.requests"
 DLQ_TOPIC = "sessionq.dlq"
 REPLIES_TOPIC = "sessionq.replies"
 
 
-class KafkaSettings(BaseSettings):
+def env_name(field: str) -> str:
+    return ENV_PREFIX + field.upper()
+
+
+def nested_model(annotation: Any) -> type[BaseModel] | None:
+    """``M`` for a field annotated ``M`` or ``M | None`` with ``M`` a pydantic model."""
+    candidates = (
+        typing.get_args(annotation)
+        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union
+        else (annotation,)
+    )
+    for candidate in candidates:
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _is_list(annotation: Any) -> bool:
+    return typing.get_origin(annotation) is list
+
+
+class FlatEnvSource(PydanticBaseSettingsSource):
+    """``SESSIONQ_<FIELD>`` for every field, a nested model's fields included (flat)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads everything at once
+
+    @staticmethod
+    def _value(name: str, annotation: Any) -> Any:
+        """The variable's text: a list splits on ``os.pathsep``; an int is parsed here
+        (models with JS-style int checks take no strings), else left for the model to
+        reject with its message."""
+        raw = os.environ.get(env_name(name))
+        if raw is None:
+            return None
+        if _is_list(annotation):
+            return [part for part in raw.split(os.pathsep) if part]
+        if annotation is int:
+            try:
+                return int(raw)
+            except ValueError:
+                return raw
+        return raw
+
+    def __call__(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, field in self.settings_cls.model_fields.items():
+            nested = nested_model(field.annotation)
+            if nested is None:
+                value = self._value(name, field.annotation)
+                if value is not None:
+                    out[name] = value
+                continue
+            sub = {
+                n: v
+                for n, f in nested.model_fields.items()
+                if (v := self._value(n, f.annotation)) is not None
+            }
+            if sub:
+                out[name] = sub
+        return out
+
+
+class RoleSettings(BaseSettings):
+    """Base of every role's settings: flags given, then ``SESSIONQ_*``, then defaults."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid")
+
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="log lines as text or JSON"
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="log level"
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, FlatEnvSource(settings_cls))
+
+
+class KafkaSettings(BaseModel):
     """Where the broker is and which topics sessionq uses."""
 
-    model_config = SettingsConfigDict(env_prefix="SESSIONQ_", frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    bootstrap: str = Field(description="Kafka bootstrap address host:port")
-    events_topic: str = EVENTS_TOPIC
-    requests_topic: str = REQUESTS_TOPIC
-    dlq_topic: str = DLQ_TOPIC
-    replies_topic: str = REPLIES_TOPIC
+    bootstrap: str = Field(min_length=1, description="Kafka bootstrap address host:port")
+    events_topic: str = Field(default=EVENTS_TOPIC, min_length=1, description="events topic")
+    requests_topic: str = Field(
+        default=REQUESTS_TOPIC, min_length=1, description="tool requests topic"
+    )
+    replies_topic: str = Field(
+        default=REPLIES_TOPIC, min_length=1, description="default reply topic"
+    )
+    dlq_topic: str = Field(default=DLQ_TOPIC, min_length=1, description="dead-letter topic")
 
 
-class IndexerSettings(BaseSettings):
+class IngestSettings(RoleSettings):
+    """``sessionq ingest``: index log files into one data directory."""
+
+    data: Path = Field(description="data directory")
+    commit_every: int = Field(default=200_000, ge=1, description="commit after this many events")
+
+
+class IndexerSettings(RoleSettings):
     """The indexer role: consume the events topic into one data directory."""
 
-    model_config = SettingsConfigDict(env_prefix="SESSIONQ_", frozen=True, extra="ignore")
-
-    data: Path
+    data: Path = Field(description="data directory")
+    kafka: KafkaSettings
     batch_records: int = Field(default=5000, ge=1, description="commit after this many records")
     batch_ms: int = Field(default=250, ge=1, description="commit after this many milliseconds")
+    metrics_listen: str = Field(
+        default="0.0.0.0:9464",
+        description="HOST:PORT for /metrics, /healthz, /readyz; empty disables",
+    )

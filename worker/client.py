@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from indexer.settings import REPLIES_TOPIC, REQUESTS_TOPIC
+from indexer.settings import REPLIES_TOPIC, REQUESTS_TOPIC, KafkaSettings
 from worker.envelopes import Reply, decode_reply, error_reply
 from worker.kafka import Producer, ReplyReader
 
@@ -148,22 +148,24 @@ class SessionqClient:
 
 
 async def call_once(
-    bootstrap: str,
+    kafka: KafkaSettings,
     tool: str,
     arguments: Any,
     *,
     session_id: str,
     step_seq: int | None = None,
-    timeout_ms: int | None = None,
+    timeout_ms: int,
     request_id: str | None = None,
 ) -> Reply:
     """One call with a short-lived client (the CLI's ``--bootstrap`` mode)."""
-    async with SessionqClient(bootstrap) as client:
+    async with SessionqClient(
+        kafka.bootstrap, requests_topic=kafka.requests_topic, reply_topic=kafka.replies_topic
+    ) as client:
         return await client.call(
             tool,
             arguments,
             session_id=session_id,
             step_seq=step_seq,
-            timeout_ms=timeout_ms if timeout_ms is not None else 60000,
+            timeout_ms=timeout_ms,
             request_id=request_id,
         )

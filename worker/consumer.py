@@ -1,11 +1,11 @@
 """The Kafka worker: a consumer-group member that answers tool calls.
 
-One request reads as one pipeline (``Worker.handle``): decode -> deadline -> read-your-
-writes wait -> tool call (caller -> arguments -> authorization -> query -> rendering) ->
-exactly one reply, produced idempotently (acks=all) to ``reply_to`` with key = request id
-and a ``correlation_id`` header. A request offset is committed only after its reply (or
-dead letter) is acknowledged: delivery is at-least-once, so a host may see a reply twice
-after a rebalance and drops duplicates by id.
+The worker only moves bytes: it decodes each record, hands a tool request to the
+pipeline (``worker.pipeline``: deadline -> wait -> arguments -> caller -> authorization
+-> query -> rendering) and produces its one reply idempotently (acks=all) to
+``reply_to`` with key = request id and a ``correlation_id`` header. A request offset is
+committed only after its reply (or dead letter) is acknowledged: delivery is at-least-
+once, so a host may see a reply twice after a rebalance and drops duplicates by id.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from indexer.consumer import DLQ_MAX_BYTES, dead_letter
 from indexer.kafka import InRecord, UndeliverableError
 from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
-from indexer.settings import KafkaSettings
-from worker.dispatch import Dispatcher
 from worker.envelopes import (
     CancelRequest,
     EnvelopeError,
@@ -30,11 +28,12 @@ from worker.envelopes import (
     ToolRequest,
     decode_request,
     error_reply,
+    reply_for,
 )
 from worker.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
-from worker.handler import ToolService
 from worker.kafka import GroupSource, Producer
 from worker.offsets import OffsetTracker
+from worker.pipeline import Pipeline, ToolCall
 from worker.settings import WorkerSettings
 
 log = logging.getLogger("sessionq.worker")
@@ -48,17 +47,15 @@ class Worker:
     def __init__(
         self,
         settings: WorkerSettings,
-        kafka: KafkaSettings,
         service: QueryService,
-        tools: ToolService,
         *,
         client_id: str = "sessionq-worker",
         metrics: Metrics | None = None,
     ) -> None:
+        kafka = settings.kafka
         self.settings = settings
         self.kafka = kafka
         self.service = service
-        self.tools = tools
         self.source = GroupSource(
             kafka.bootstrap, kafka.requests_topic, settings.group, client_id=client_id
         )
@@ -69,12 +66,8 @@ class Worker:
             max_request_size=DLQ_MAX_BYTES,
         )
         self.metrics = metrics if metrics is not None else Metrics("worker")
-        self.dispatcher = Dispatcher(
-            service,
-            tools,
-            self.metrics,
-            max_timeout_ms=settings.max_timeout_ms,
-            wait_for_caller=True,
+        self.pipeline = Pipeline(
+            service, settings.tools, metrics=self.metrics, wait_for_caller=True
         )
         self.offsets = OffsetTracker()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -126,7 +119,7 @@ class Worker:
                 decoded = self._decode(record)
                 if isinstance(decoded, CancelRequest):
                     # cancels never wait for a slot: they must reach the calls holding them
-                    self.dispatcher.cancel(decoded.id, decoded.reason)
+                    self.pipeline.cancel(decoded.id, decoded.reason)
                     self.offsets.finished(record.partition, record.offset)
                     continue
                 await self._slots.acquire()
@@ -166,7 +159,7 @@ class Worker:
             return exc
 
     async def _guarded(
-        self, record: InRecord, decoded: RequestRecord | InvalidRequestError | EnvelopeError
+        self, record: InRecord, decoded: ToolRequest | InvalidRequestError | EnvelopeError
     ) -> None:
         """Exactly one outcome per record: a reply, or a dead letter when no reply can be
         delivered (missing reply topic, reply too large even as an error). Only a broker
@@ -188,37 +181,19 @@ class Worker:
         self.offsets.finished(record.partition, record.offset)
 
     async def handle(
-        self, record: InRecord, decoded: RequestRecord | InvalidRequestError | EnvelopeError
+        self, record: InRecord, decoded: ToolRequest | InvalidRequestError | EnvelopeError
     ) -> None:
-        """decode -> (deadline -> read-your-writes -> tool call) -> one reply."""
+        """One decoded record to its one outcome (cancels never get here: ``run``
+        applies them at once)."""
         if isinstance(decoded, InvalidRequestError):
             reply = error_reply(decoded.request_id, "INVALID_ARGS", decoded.reason)
             await self._reply(decoded.reply_to, reply)
         elif isinstance(decoded, EnvelopeError):
             await self._dead_letter(record, str(decoded), "SESSIONQ_INVALID_REQUEST")
-        elif isinstance(decoded, CancelRequest):
-            self.dispatcher.cancel(decoded.id, decoded.reason)
         else:
-            reply = await self.dispatcher.answer(decoded, record.timestamp_ms)
+            call = ToolCall.from_request(decoded, sent_ms=record.timestamp_ms)
+            reply = reply_for(decoded.id, await self.pipeline.answer(call))
             await self._reply(decoded.reply_to, reply)
-
-    async def _small_error_reply(
-        self, decoded: RequestRecord | InvalidRequestError | EnvelopeError
-    ) -> bool:
-        """After a refused reply (e.g. too large for the host's topic), try a small error."""
-        if not isinstance(decoded, ToolRequest):
-            return False
-        reply = error_reply(decoded.id, TOOL_FAILED, TOOL_FAILED_MESSAGE)
-        try:
-            await self.producer.send(
-                decoded.reply_to,
-                reply.encode(),
-                key=reply.id.encode(),
-                headers=[("correlation_id", reply.id.encode())],
-            )
-        except UndeliverableError:
-            return False
-        return True
 
     async def _dead_letter(self, record: InRecord, reason: str, code: str) -> None:
         self.metrics.dlq_records.labels("requests").inc()

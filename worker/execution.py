@@ -1,14 +1,12 @@
-"""Execution modes per caller session: the two searches run exclusively, the three exact
-reads run in parallel with each other (SPEC §9.1)."""
+"""Execution modes per caller session: exclusive tools (the two searches) run alone, the
+parallel ones (the three exact reads) alongside each other (SPEC §9.1). Which tool is
+which is the registry's ``Tool.mode``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Final
-
-EXCLUSIVE_TOOLS: Final = frozenset({"session_search", "session_event_search"})
 
 
 class _CallerGate:
@@ -47,11 +45,11 @@ class ExecutionGates:
         self._gates: dict[str, _CallerGate] = {}
 
     @contextlib.asynccontextmanager
-    async def run(self, caller: str, tool: str) -> AsyncIterator[None]:
+    async def run(self, caller: str, *, exclusive: bool) -> AsyncIterator[None]:
         gate = self._gates.setdefault(caller, _CallerGate())
         gate.users += 1
         try:
-            async with gate.hold(tool in EXCLUSIVE_TOOLS):
+            async with gate.hold(exclusive):
                 yield
         finally:
             gate.users -= 1

@@ -16,25 +16,19 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from importlib.resources import files
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from indexer.jstext import js_collapse
-from indexer.query.types import (
-    Availability,
-    AvailabilityFilter,
-    CreatedAtFilter,
+from indexer.model.search import (
     EventMetadataFilter,
-    IdFilter,
     SeqFilter,
-    SessionFilter,
     Surface,
     SurfaceFilter,
     TimeFilter,
     TypeFilter,
 )
-from worker.errors import InvalidArgsError, invalid_filter, invalid_query, unknown_tool
+from worker.errors import invalid_filter, invalid_query
 from worker.jsjson import js_stringify
 from worker.timefmt import compare_timestamps, lower_bound, parse_timestamp, upper_bound
 
@@ -156,114 +150,10 @@ def schema_violations(tool: str, arguments: Any) -> list[str]:
     return _violations(_PARAMETERS[tool], arguments, "")
 
 
-# ---- typed arguments ---------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class SessionSearchArgs:
-    query: str
-    session_ids: tuple[str, ...] | None = None
-    created_at_from: str | None = None
-    created_at_to: str | None = None
-    parent_session_ids: tuple[str, ...] | None = None
-    include_root_sessions: bool | None = None
-    availability: tuple[Availability, ...] | None = None
-    event_seq_from: Number | None = None
-    event_seq_to: Number | None = None
-    event_time_from: str | None = None
-    event_time_to: str | None = None
-    event_types: tuple[str, ...] | None = None
-    event_surfaces: tuple[Surface, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EventSearchArgs:
-    query: str
-    session_id: str | None = None
-    seq_from: Number | None = None
-    seq_to: Number | None = None
-    time_from: str | None = None
-    time_to: str | None = None
-    event_types: tuple[str, ...] | None = None
-    surfaces: tuple[Surface, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SessionTraceArgs:
-    session_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EventTraceArgs:
-    """``seq`` is already a checked non-negative safe integer (SPEC §9.8: before the caller)."""
-
-    seq: int
-    session_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EventReadArgs:
-    """``seq``/``before``/``after`` are already checked (SPEC §9.8: before the caller)."""
-
-    seq: int
-    session_id: str | None = None
-    before: int | None = None
-    after: int | None = None
-
-
-ToolArgs = SessionSearchArgs | EventSearchArgs | SessionTraceArgs | EventTraceArgs | EventReadArgs
-
-
-def _strings(raw: dict[str, Any], key: str) -> tuple[Any, ...] | None:
+def strings(raw: dict[str, Any], key: str) -> tuple[Any, ...] | None:
+    """A schema-valid list argument as a tuple (``None`` when omitted)."""
     value = raw.get(key)
     return None if value is None else tuple(value)
-
-
-def parse_arguments(tool: str, arguments: Any) -> ToolArgs:
-    """Schema-check ``arguments`` and build the tool's typed arguments.
-
-    For ``session_event_trace``/``session_event_read`` this also applies the integer
-    rules that upstream runs before resolving the caller. Raises ``HarnessError``.
-    """
-    if not isinstance(tool, str) or tool not in _PARAMETERS:
-        raise unknown_tool(tool)
-    violations = schema_violations(tool, arguments)
-    if violations:
-        raise InvalidArgsError(violations)
-    raw = cast(dict[str, Any], arguments)
-    if tool == "session_search":
-        return SessionSearchArgs(
-            query=raw["query"],
-            session_ids=_strings(raw, "session_ids"),
-            created_at_from=raw.get("created_at_from"),
-            created_at_to=raw.get("created_at_to"),
-            parent_session_ids=_strings(raw, "parent_session_ids"),
-            include_root_sessions=raw.get("include_root_sessions"),
-            availability=_strings(raw, "availability"),
-            event_seq_from=raw.get("event_seq_from"),
-            event_seq_to=raw.get("event_seq_to"),
-            event_time_from=raw.get("event_time_from"),
-            event_time_to=raw.get("event_time_to"),
-            event_types=_strings(raw, "event_types"),
-            event_surfaces=_strings(raw, "event_surfaces"),
-        )
-    if tool == "session_event_search":
-        return EventSearchArgs(
-            query=raw["query"],
-            session_id=raw.get("session_id"),
-            seq_from=raw.get("seq_from"),
-            seq_to=raw.get("seq_to"),
-            time_from=raw.get("time_from"),
-            time_to=raw.get("time_to"),
-            event_types=_strings(raw, "event_types"),
-            surfaces=_strings(raw, "surfaces"),
-        )
-    if tool == "session_trace":
-        return SessionTraceArgs(session_id=raw.get("session_id"))
-    seq = non_negative_safe_int("seq", raw["seq"])
-    if tool == "session_event_trace":
-        return EventTraceArgs(seq=seq, session_id=raw.get("session_id"))
-    before = None if raw.get("before") is None else non_negative_safe_int("before", raw["before"])
-    after = None if raw.get("after") is None else non_negative_safe_int("after", raw["after"])
-    return EventReadArgs(seq=seq, session_id=raw.get("session_id"), before=before, after=after)
 
 
 # ---- tool-owned rules (SPEC §9.6) --------------------------------------------------------------
@@ -319,19 +209,6 @@ def timestamp_range(
         None if low is None else lower_bound(low),
         None if high is None else upper_bound(high),
     )
-
-
-def session_filters(args: SessionSearchArgs) -> list[SessionFilter]:
-    """``id``, ``created-at``, ``availability`` clauses, in this order (no dedup)."""
-    filters: list[SessionFilter] = []
-    if args.session_ids is not None:
-        filters.append(IdFilter(require_values("session_ids", args.session_ids)))
-    created = timestamp_range("created_at", args.created_at_from, args.created_at_to)
-    if created is not None:
-        filters.append(CreatedAtFilter(from_=created[0], to=created[1]))
-    if args.availability is not None:
-        filters.append(AvailabilityFilter(require_values("availability", args.availability)))
-    return filters
 
 
 def parent_session_ids(values: tuple[str, ...] | None) -> list[str] | None:

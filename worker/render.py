@@ -12,13 +12,8 @@ from typing import Any, Final
 
 from indexer.extract import extract_text
 from indexer.model import SessionEvent
-from indexer.query.types import (
-    EventHit,
-    EventTrace,
-    EventWindow,
-    SessionHit,
-    SessionRecord,
-)
+from indexer.model.search import EventHit
+from indexer.query.types import EventTrace, EventWindow, SessionHit, SessionRecord
 from worker.jsjson import js_number, js_stringify
 from worker.timefmt import iso
 
@@ -206,48 +201,6 @@ def event_read(target_id: str, title: TitleView, window: EventWindow) -> str:
     if after:
         lines += ["", "After:", *(neighbor(event) for event in after)]
     return "\n".join(lines)
-
-
-# ---- call cards (§9.1) -------------------------------------------------------------------------
-def call_card(tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
-    """The host's pending-call presentation for already schema-valid ``args``."""
-    if tool == "session_search":
-        return {
-            "card": "generic",
-            "kind": "search",
-            "title": "Search prior sessions",
-            "rawInput": args["query"],
-        }
-    if tool == "session_event_search":
-        return {
-            "card": "generic",
-            "kind": "search",
-            "title": "Search session events",
-            "rawInput": args["query"],
-        }
-    if tool == "session_trace":
-        session_id = args.get("session_id")
-        if session_id is None:
-            return {"card": "generic", "kind": "read", "title": "Trace current session"}
-        return {
-            "card": "generic",
-            "kind": "read",
-            "title": f"Trace session {session_id}",
-            "rawInput": session_id,
-        }
-    if tool in ("session_event_trace", "session_event_read"):
-        action = "Trace event" if tool == "session_event_trace" else "Read event"
-        raw: dict[str, Any] = {}
-        if args.get("session_id") is not None:
-            raw["session_id"] = args["session_id"]
-        raw["seq"] = args["seq"]
-        return {
-            "card": "generic",
-            "kind": "read",
-            "title": f"{action} {js_seq(args['seq'])}",
-            "rawInput": raw,
-        }
-    return None
 
 
 def js_seq(value: Any) -> str:

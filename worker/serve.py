@@ -2,8 +2,8 @@
 
 Session logs (a dsh root or files) are the event source: ``LogWatcher`` turns new logs,
 appended events and removed logs into the same records the Kafka indexer applies, and
-the store applies them batch by batch. Tool calls arrive over HTTP and run through the
-same ``Dispatcher`` as the Kafka worker.
+the store applies them batch by batch through the record path. Tool calls arrive over
+HTTP and run through the same ``Pipeline`` as the Kafka worker.
 """
 
 from __future__ import annotations
@@ -22,18 +22,25 @@ import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
-from indexer.errors import SessionqError
+from indexer.errors import BatchAbortedError, RecordRejectedError, SessionqError
 from indexer.logs.watch import Emitted, LogWatcher
 from indexer.metrics import Metrics
+from indexer.model.records import record_session_id
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
 from indexer.storage import Store
-from worker.dispatch import KNOWN_TOOLS, Dispatcher
-from worker.envelopes import HttpCall, first_validation_error
-from worker.handler import ToolService, ToolServiceConfig, manifest
+from worker.envelopes import HttpCall, first_validation_error, reply_for
 from worker.http_ops import ops_routes
+from worker.limits import ToolLimits
+from worker.manifest import manifest
+from worker.pipeline import Pipeline, ToolCall
+from worker.tools.registry import TOOLS
 
 log = logging.getLogger("sessionq.serve")
+
+
+def _sessions(items: Sequence[Emitted]) -> set[str]:
+    return {record_session_id(item.record) for item in items}
 
 
 @dataclass(slots=True)
@@ -55,8 +62,7 @@ class Embedded:
         sessions: Sequence[Path],
         data: Path,
         *,
-        config: ToolServiceConfig | None = None,
-        max_timeout_ms: int = 60000,
+        limits: ToolLimits | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         self.data = data
@@ -64,33 +70,53 @@ class Embedded:
         self.store = Store(data)
         self.watcher = LogWatcher(list(sessions))
         self.service = StoreQueryService(data)
-        self.tools = ToolService(self.service, config)
-        self.dispatcher = Dispatcher(
-            self.service, self.tools, self.metrics, max_timeout_ms=max_timeout_ms
-        )
+        self.pipeline = Pipeline(self.service, limits, metrics=self.metrics)
         self.status = IngestStatus()
         self._lock = asyncio.Lock()
 
     # ---- ingestion ----------------------------------------------------------------------------
     def _apply(self, items: Sequence[Emitted]) -> None:
-        """Apply records (a bad one is logged and counted, the rest go on), then commit."""
+        """Apply records through the record path, then commit.
+
+        Policy: a rejected record is logged and counted and the rest go on (the log is
+        read again when it changes); a record that failed for another reason, or a lost
+        batch, is retried: the watcher re-emits those sessions on its next scan.
+        """
         if not items:
             return
         started = time.perf_counter()
+        retry: set[str] = set()
+        applied_now = 0
         for item in items:
             try:
                 applied = self.store.apply(item.record)
-            except SessionqError as exc:
+            except BatchAbortedError as exc:
+                log.error("batch lost, retrying on the next scan: %s", exc.message)
+                self.watcher.rewind(_sessions(items))
+                return
+            except RecordRejectedError as exc:
                 self.status.rejected_records += 1
                 self.metrics.dlq_records.labels("embedded").inc()
                 log.warning("rejected %s record of %s: %s", item.record.kind, item.key, exc)
                 continue
+            except SessionqError as exc:
+                log.error("failed %s record of %s, retrying on the next scan: %s",
+                          item.record.kind, item.key, exc.message)
+                retry.add(record_session_id(item.record))
+                continue
             if applied.noop:
                 self.metrics.records_noop.inc()
             else:
-                self.status.applied_records += 1
+                applied_now += 1
                 self.metrics.records_applied.labels(applied.kind).inc()
-        self.store.commit()
+        try:
+            self.store.commit()
+        except BatchAbortedError as exc:
+            log.error("batch lost, retrying on the next scan: %s", exc.message)
+            self.watcher.rewind(_sessions(items))
+            return
+        self.watcher.rewind(retry)
+        self.status.applied_records += applied_now
         self.metrics.commit_seconds.observe(time.perf_counter() - started)
         self.status.last_applied_at = time.time()
         self.metrics.last_applied.set(self.status.last_applied_at)
@@ -164,17 +190,21 @@ class Embedded:
             call = HttpCall.model_validate(obj)
         except ValidationError as exc:
             return self._bad(400, "BAD_REQUEST", first_validation_error(exc))
-        if call.tool not in KNOWN_TOOLS:
+        if call.tool not in TOOLS:
             return self._bad(
                 404,
                 "UNKNOWN_TOOL",
-                f"unknown tool {call.tool!r}; known tools: {', '.join(sorted(KNOWN_TOOLS))}",
+                f"unknown tool {call.tool!r}; known tools: {', '.join(sorted(TOOLS))}",
             )
-        reply = await self.dispatcher.answer(call.to_request(str(uuid.uuid4())), received_ms)
+        tool_request = call.to_request(str(uuid.uuid4()))
+        result = await self.pipeline.answer(
+            ToolCall.from_request(tool_request, sent_ms=received_ms)
+        )
+        reply = reply_for(tool_request.id, result)
         return web.Response(body=reply.encode(), content_type="application/json")
 
     async def _manifest_view(self, _: web.Request) -> web.Response:
-        return web.json_response(manifest(self.tools.config))
+        return web.json_response(manifest(self.pipeline.limits))
 
     async def _status_view(self, _: web.Request) -> web.Response:
         stats = await asyncio.to_thread(store_stats, self.data)

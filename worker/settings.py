@@ -1,23 +1,70 @@
-"""Worker configuration: one frozen settings object, ``SESSIONQ_`` environment prefix."""
+"""The worker-side roles' settings (see ``indexer.settings`` for how values are found)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from indexer.settings import KafkaSettings, RoleSettings
+from worker.limits import ToolLimits
 
 
-class WorkerSettings(BaseSettings):
+class WorkerSettings(RoleSettings):
     """The worker role: answer tool calls from the requests topic over one data dir."""
 
-    model_config = SettingsConfigDict(env_prefix="SESSIONQ_", frozen=True, extra="ignore")
-
-    data: Path
-    group: str = Field(default="sessionq-workers", description="consumer group id")
-    max_search_results: int = Field(default=100, ge=1)
-    search_timeout_ms: int = Field(default=30000, ge=1, le=2147483647)
-    max_timeout_ms: int = Field(
-        default=60000, ge=1, description="cap on a request's timeout_ms (and default for reads)"
-    )
+    data: Path = Field(description="data directory")
+    kafka: KafkaSettings
+    tools: ToolLimits = Field(default_factory=ToolLimits)
+    group: str = Field(default="sessionq-workers", min_length=1, description="consumer group id")
     max_in_flight: int = Field(default=64, ge=1, description="concurrent calls per process")
+    wait_for_index: bool = Field(
+        default=False, description="join the group only after this data dir's indexer caught up"
+    )
+    metrics_listen: str = Field(
+        default="0.0.0.0:9465",
+        description="HOST:PORT for /metrics, /healthz, /readyz; empty disables",
+    )
+
+
+class ServeSettings(RoleSettings):
+    """Embedded mode: ingest and watch log files, answer over HTTP, no broker."""
+
+    sessions: list[Path] = Field(min_length=1, description="dsh session roots or log files")
+    data: Path = Field(description="data directory")
+    tools: ToolLimits = Field(default_factory=ToolLimits)
+    listen: str = Field(default="127.0.0.1:8765", description="HTTP HOST:PORT")
+    poll_ms: int = Field(default=200, ge=1, description="how often the logs are re-scanned")
+
+
+class CallSettings(RoleSettings):
+    """``sessionq call``: one tool call, in-process over ``data`` or over Kafka."""
+
+    data: Path | None = Field(default=None, description="data directory")
+    kafka: KafkaSettings | None = None
+    tools: ToolLimits = Field(default_factory=ToolLimits)
+
+
+class TopicsSettings(RoleSettings):
+    """``sessionq topics create``."""
+
+    kafka: KafkaSettings
+    partitions: int = Field(default=3, ge=1, description="partitions of the keyed topics")
+
+
+class PublishSettings(RoleSettings):
+    """``sessionq publish``: session logs to the events topic."""
+
+    kafka: KafkaSettings
+
+
+class StatsSettings(RoleSettings):
+    """``sessionq stats``."""
+
+    data: Path = Field(description="data directory")
+
+
+class ManifestSettings(RoleSettings):
+    """``sessionq manifest``: the tool limits shape the definitions' ``timeout_ms``."""
+
+    tools: ToolLimits = Field(default_factory=ToolLimits)

@@ -20,11 +20,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from pydantic_settings import BaseSettings
-
 import indexer.settings
 import worker.settings
+from indexer.settings import IndexerSettings, RoleSettings
 from worker.cli import build_parser
+from worker.cli.options import flat_setting_names, settings_from
+from worker.settings import ServeSettings, TopicsSettings, WorkerSettings
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (test extra) parses the manifests")
 
@@ -203,13 +204,12 @@ def env_name(option: str) -> str:
 
 
 def known_settings() -> set[str]:
-    """Every environment name sessionq reads: CLI flags and settings-class fields."""
-    names = {env_name(o) for opts in cli_options().values() for o in opts} - {"SESSIONQ_HELP"}
+    """Every environment name sessionq reads: the flat names of every role's settings."""
+    names: set[str] = set()
     for module in (indexer.settings, worker.settings):
         for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, BaseSettings) and obj is not BaseSettings:
-                prefix = str(obj.model_config.get("env_prefix", ""))
-                names |= {(prefix + f).upper() for f in obj.model_fields}
+            if isinstance(obj, type) and issubclass(obj, RoleSettings):
+                names |= {indexer.settings.env_name(f) for f in flat_setting_names(obj)}
     return names
 
 
@@ -470,16 +470,18 @@ def test_container_commands_parse_with_their_environment(
     env = {**dockerfile_env(), **container.env}
     check_known(container.argv)
     args = parse(container.argv, env, monkeypatch)
+    settings = settings_from(SETTINGS_OF[container.command], args)
     if container.command in ("indexer", "worker", "serve"):
-        assert args.data == Path("/data")
+        assert getattr(settings, "data", None) == Path("/data")
     if container.command in ("indexer", "worker", "topics"):
-        assert args.bootstrap
+        assert getattr(settings, "kafka", None) is not None
 
 
-SETTINGS_OF: dict[str, tuple[type[BaseSettings], ...]] = {
-    "indexer": (indexer.settings.IndexerSettings, indexer.settings.KafkaSettings),
-    "worker": (worker.settings.WorkerSettings, indexer.settings.KafkaSettings),
-    "topics": (indexer.settings.KafkaSettings,),
+SETTINGS_OF: dict[str, type[RoleSettings]] = {
+    "indexer": IndexerSettings,
+    "worker": WorkerSettings,
+    "topics": TopicsSettings,
+    "serve": ServeSettings,
 }
 
 
@@ -497,8 +499,7 @@ def test_settings_classes_accept_the_manifest_environment(
         monkeypatch.delenv(name)
     for name, value in {**dockerfile_env(), **container.env}.items():
         monkeypatch.setenv(name, value)
-    for settings in SETTINGS_OF[container.command]:
-        settings()
+    SETTINGS_OF[container.command]()
 
 
 def test_topics_job_runs_topics_create() -> None:

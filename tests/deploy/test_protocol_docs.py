@@ -43,16 +43,17 @@ from worker.devtools.protocol_docs import (
     render,
     stale_files,
 )
-from worker.dispatch import Dispatcher
 from worker.envelopes import (
     CancelRequest,
     EnvelopeError,
     HttpCall,
+    Reply,
     ToolRequest,
     decode_reply,
     decode_request,
+    reply_for,
 )
-from worker.handler import ToolService
+from worker.pipeline import Pipeline, ToolCall
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 Schema = dict[str, Any]
@@ -332,15 +333,19 @@ async def test_examples_are_what_sessionq_does(asyncapi: Schema, tmp_path: Path)
     assert isinstance(request, ToolRequest) and isinstance(cancel, CancelRequest)
     service = StoreQueryService(tmp_path)
     try:
-        tools = ToolService(service)
-        dispatcher = Dispatcher(service, tools, Metrics("worker"), max_timeout_ms=60000)
+        pipeline = Pipeline(service, metrics=Metrics("worker"))
+
+        async def answer(sent_ms: float) -> Reply:
+            call = ToolCall.from_request(request, sent_ms=sent_ms)
+            return reply_for(request.id, await pipeline.answer(call))
+
         now_ms = time.time() * 1000
-        ok = await dispatcher.answer(request, now_ms)
+        ok = await answer(now_ms)
         assert ok.to_json() == payload(asyncapi, "reply", "ok")
-        late = await dispatcher.answer(request, now_ms - 31_000)
+        late = await answer(now_ms - 31_000)
         assert late.to_json() == payload(asyncapi, "reply", "timeout")
-        dispatcher.cancel(cancel.id, cancel.reason)
-        cancelled = await dispatcher.answer(request, now_ms)
+        pipeline.cancel(cancel.id, cancel.reason)
+        cancelled = await answer(now_ms)
         assert cancelled.to_json() == payload(asyncapi, "reply", "cancelled")
     finally:
         service.close()

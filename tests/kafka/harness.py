@@ -29,11 +29,12 @@ from indexer.settings import IndexerSettings, KafkaSettings
 from indexer.storage import Store, sqlite_path
 from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
 from tests.kafka.waiting import wait_until
+from worker.auth import Caller
 from worker.client import SessionqClient
 from worker.consumer import Worker
 from worker.envelopes import Reply, reply_for
-from worker.handler import Caller, ToolService
 from worker.kafka import Producer
+from worker.pipeline import Pipeline
 from worker.publisher import Publisher
 from worker.settings import WorkerSettings
 
@@ -219,7 +220,7 @@ async def running_indexer(
     """An ``Indexer`` consuming in a background task; stopped and closed on exit (a task
     that died re-raises its error there)."""
     indexer = Indexer(
-        IndexerSettings(data=data_dir, batch_records=batch_records, batch_ms=batch_ms), kafka
+        IndexerSettings(data=data_dir, kafka=kafka, batch_records=batch_records, batch_ms=batch_ms)
     )
     await indexer.start()
     task = asyncio.create_task(indexer.run(), name="test-indexer")
@@ -240,8 +241,10 @@ async def running_worker(
     """A ``Worker`` serving in a background task over ``data_dir`` (which must hold a store
     already); stopped on exit."""
     service = StoreQueryService(data_dir)
-    settings = WorkerSettings(data=data_dir, group=group, max_in_flight=max_in_flight)
-    worker = Worker(settings, kafka, service, ToolService(service))
+    settings = WorkerSettings(
+        data=data_dir, kafka=kafka, group=group, max_in_flight=max_in_flight
+    )
+    worker = Worker(settings, service)
     await worker.start()
     task = asyncio.create_task(worker.run(), name="test-worker")
     try:
@@ -278,7 +281,7 @@ class Call:
     routing_key: str | None = None
 
 
-async def reference_reply(tools: ToolService, call: Call, request_id: str) -> Reply:
+async def reference_reply(tools: Pipeline, call: Call, request_id: str) -> Reply:
     """The reply envelope the in-process tool service gives for ``call``."""
     result = await tools.call(call.tool, call.arguments, Caller(call.caller, call.step_seq))
     return reply_for(request_id, result)

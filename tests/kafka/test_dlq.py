@@ -38,7 +38,8 @@ from tests.kafka.records import (
 )
 from tests.kafka.waiting import wait_until
 from tests.snapshots import snapshot
-from worker.handler import Caller, ToolService
+from worker.auth import Caller
+from worker.pipeline import Pipeline
 
 pytestmark = pytest.mark.kafka
 
@@ -178,7 +179,7 @@ async def test_poison_event_records_are_dead_lettered_while_good_records_keep_fl
     # The good sessions are searchable, the repaired one through its last event.
     service = StoreQueryService(data)
     try:
-        tools = ToolService(service)
+        tools = Pipeline(service)
         found = await tools.call(
             "session_event_search", {"query": "omega", "session_id": "sess-a"}, Caller("sess-c")
         )

@@ -32,7 +32,7 @@ from tests.kafka.waiting import wait_until
 from tests.snapshots import snapshot
 from worker.client import SessionqClient
 from worker.envelopes import Reply
-from worker.handler import ToolService
+from worker.pipeline import Pipeline
 
 pytestmark = pytest.mark.kafka
 
@@ -125,7 +125,7 @@ async def test_whole_corpus_replies_over_kafka_equal_in_process_answers(
     assert await read_topic(kafka_bootstrap, topics.dlq) == []
 
     service = StoreQueryService(reference)
-    tools = ToolService(service)
+    tools = Pipeline(service)
     codes: list[str | None] = []
     try:
         async with (

@@ -23,7 +23,8 @@ from tests.kafka.harness import (
 )
 from tests.kafka.processes import Processes
 from tests.kafka.waiting import wait_until
-from worker.handler import Caller, ToolService
+from worker.auth import Caller
+from worker.pipeline import Pipeline
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -58,7 +59,7 @@ async def test_follow_publishes_appended_events_and_new_logs_until_searchable(
 
     async with running_indexer(data, topics.kafka(), batch_ms=20):
         service = StoreQueryService(data)
-        tools = ToolService(service)
+        tools = Pipeline(service)
 
         async def search(query: str, target: str) -> str:
             """The model's text (a target not stored yet is "outside the workspace")."""

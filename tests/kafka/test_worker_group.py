@@ -32,7 +32,7 @@ from tests.kafka.records import ReplyTap
 from tests.kafka.waiting import wait_until
 from worker.client import SessionqClient
 from worker.envelopes import Reply
-from worker.handler import ToolService
+from worker.pipeline import Pipeline
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -74,7 +74,7 @@ async def test_two_worker_processes_share_the_load_and_survive_a_sigkill(
     data = tmp_path / "data"
     ingest_reference(data, [corpus_dir])
     service = StoreQueryService(data)
-    tools = ToolService(service)
+    tools = Pipeline(service)
     keys = keys_per_partition(PARTITIONS)  # routing key -> a known request partition
     procs = Processes(tmp_path, topics)
     args = ("worker", "--bootstrap", kafka_bootstrap, "--data", str(data), "--group", group)

@@ -10,7 +10,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
-from worker.demo_corpus import DemoSummary, example_calls
+from worker.devtools.demo_corpus import DemoSummary, example_calls
 from worker.http_ops import start_server
 from worker.serve import Embedded
 

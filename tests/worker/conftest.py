@@ -15,7 +15,9 @@ import pytest
 from tests.builders import header, plain, user
 from worker.auth import Caller
 from worker.deadline import CancelToken
-from worker.handler import ToolReply, ToolService, ToolServiceConfig
+from worker.limits import ToolLimits
+from worker.outcome import ToolReply
+from worker.pipeline import Pipeline
 
 CALLER_HEADER = header("caller", created_at=10)
 CALLER_EVENTS = [
@@ -53,7 +55,7 @@ class Spy:
 
 @dataclass
 class Harness:
-    tools: ToolService
+    tools: Pipeline
     spy: Spy
     caller: Caller | None = field(default_factory=lambda: Caller("caller"))
 
@@ -77,14 +79,14 @@ def make_harness(store_factory: Any) -> HarnessFactory:
         *,
         live: Sequence[str] = ("caller",),
         with_caller: bool = True,
-        config: ToolServiceConfig | None = None,
+        config: ToolLimits | None = None,
         read_window_max: int = 50,
         **scripted: Callable[..., Any],
     ) -> Harness:
         all_sessions = ([CALLER_SESSION] if with_caller else []) + list(sessions)
         real = store_factory(all_sessions, live=live, read_window_max=read_window_max)
         spy = Spy(real, scripted)
-        return Harness(ToolService(spy, config), spy)
+        return Harness(Pipeline(spy, config), spy)
 
     return make
 

@@ -31,7 +31,9 @@ from hypothesis import strategies as st
 from indexer.query.service import StoreQueryService
 from tests.builders import BASE_TIME, assistant, header, plain, title, user
 from tests.conftest import build_store
-from worker.handler import Caller, ToolReply, ToolService
+from worker.auth import Caller
+from worker.outcome import ToolReply
+from worker.pipeline import Pipeline
 
 CWDS: Final = ("/ws/alpha", "/ws/beta", "/ws/alpha/", None)
 TOOLS: Final = (
@@ -378,7 +380,7 @@ def check_no_leak(reply: ToolReply, caller: SessionSpec, corpus: Corpus) -> None
             )
 
 
-async def run_scenario(tools: ToolService, corpus: Corpus, specs: Sequence[CallSpec]) -> int:
+async def run_scenario(tools: Pipeline, corpus: Corpus, specs: Sequence[CallSpec]) -> int:
     """Runs every call (twice when it names a foreign session); returns the replies checked."""
     checked = 0
     for spec in specs:
@@ -415,7 +417,7 @@ def test_no_reply_reveals_or_distinguishes_a_foreign_session(
     with tempfile.TemporaryDirectory(prefix="sessionq-auth-") as tmp:
         service = build(corpus, Path(tmp) / "store")
         try:
-            checked = asyncio.run(run_scenario(ToolService(service), corpus, specs))
+            checked = asyncio.run(run_scenario(Pipeline(service), corpus, specs))
         finally:
             service.close()
     assert checked >= len(specs)
@@ -442,7 +444,7 @@ def witness_corpus() -> Corpus:
 def test_witness_corpus_hides_the_trailing_slash_workspace(tmp_path: Path) -> None:
     corpus = witness_corpus()
     service = build(corpus, tmp_path / "store")
-    tools = ToolService(service)
+    tools = Pipeline(service)
     caller = corpus.sessions[0]
     foreign = corpus.sessions[1]
 
@@ -483,7 +485,7 @@ def test_witness_corpus_hides_the_trailing_slash_workspace(tmp_path: Path) -> No
 
 
 # ---- every foreign session, systematically ----------------------------------------------------
-async def sweep(tools: ToolService, corpus: Corpus) -> int:
+async def sweep(tools: Pipeline, corpus: Corpus) -> int:
     """Every caller names every foreign session, and a ghost in its place, as a target, as a
     parent filter and as a session filter; the two replies must be identical and clean."""
     compared = 0
@@ -530,7 +532,7 @@ def test_every_foreign_session_reads_like_a_missing_one(corpus: Corpus) -> None:
     with tempfile.TemporaryDirectory(prefix="sessionq-auth-") as tmp:
         service = build(corpus, Path(tmp) / "store")
         try:
-            compared = asyncio.run(sweep(ToolService(service), corpus))
+            compared = asyncio.run(sweep(Pipeline(service), corpus))
         finally:
             service.close()
     expected = 6 * sum(len(corpus.foreign_to(c)) for c in corpus.sessions)

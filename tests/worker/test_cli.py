@@ -24,7 +24,8 @@ import pytest
 from indexer.query.service import StoreQueryService
 from tests.builders import assistant, header, plain, title, user
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
-from worker.handler import Caller, ToolService
+from worker.auth import Caller
+from worker.pipeline import Pipeline
 
 REPO: Final = Path(__file__).resolve().parents[2]
 UNAUTHORIZED: Final = (
@@ -117,15 +118,15 @@ def data_dir(ingested: tuple[Path, str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def in_process(data_dir: Path) -> Iterator[ToolService]:
+def in_process(data_dir: Path) -> Iterator[Pipeline]:
     service = StoreQueryService(data_dir)
     try:
-        yield ToolService(service)
+        yield Pipeline(service)
     finally:
         service.close()
 
 
-def expected_text(tools: ToolService, tool: str, arguments: dict[str, Any], caller: str) -> str:
+def expected_text(tools: Pipeline, tool: str, arguments: dict[str, Any], caller: str) -> str:
     reply = asyncio.run(tools.call(tool, arguments, Caller(caller)))
     assert reply.ok, reply.text
     return reply.text
@@ -208,7 +209,7 @@ HAPPY_CALLS: Final = [
 
 @pytest.mark.parametrize(("tool", "arguments", "caller"), HAPPY_CALLS)
 def test_call_prints_exactly_the_tool_text(
-    data_dir: Path, in_process: ToolService, tool: str, arguments: dict[str, Any], caller: str
+    data_dir: Path, in_process: Pipeline, tool: str, arguments: dict[str, Any], caller: str
 ) -> None:
     result = sessionq(
         "call", tool, json.dumps(arguments), "--data", str(data_dir), "--caller", caller
@@ -322,7 +323,7 @@ def json_call(data_dir: Path, tool: str, arguments: str, *extra: str) -> dict[st
 
 
 def test_json_envelope_of_a_success_carries_the_text(
-    data_dir: Path, in_process: ToolService
+    data_dir: Path, in_process: Pipeline
 ) -> None:
     envelope = json_call(data_dir, "session_search", '{"query": "cli needle"}')
     expected = expected_text(in_process, "session_search", {"query": "cli needle"}, "cli-caller")

@@ -38,7 +38,9 @@ from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
 from indexer.storage import Store
-from worker.handler import Caller, ToolReply, ToolService
+from worker.auth import Caller
+from worker.outcome import ToolReply
+from worker.pipeline import Pipeline
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("SESSIONQ_UPDATE_GOLDEN") == "1"
@@ -480,7 +482,7 @@ def render(reply: ToolReply) -> str:
 @pytest.fixture(scope="module")
 def corpus_tools(
     corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ToolService]:
+) -> Iterator[Pipeline]:
     """The whole corpus ingested into a fresh data directory, behind the tools."""
     data_dir = tmp_path_factory.mktemp("golden-corpus")
     store = Store(data_dir)
@@ -492,13 +494,13 @@ def corpus_tools(
     assert (summary.files, summary.sessions, len(summary.rejected)) == (159, 156, 3)
     service = StoreQueryService(data_dir)
     try:
-        yield ToolService(service)
+        yield Pipeline(service)
     finally:
         service.close()
 
 
 @pytest.fixture(scope="module")
-def replies(corpus_tools: ToolService) -> dict[str, ToolReply]:
+def replies(corpus_tools: Pipeline) -> dict[str, ToolReply]:
     """Every case's reply, computed once."""
 
     async def run_all() -> dict[str, ToolReply]:
@@ -554,7 +556,7 @@ def test_reply_matches_golden_file(replies: dict[str, ToolReply], case: Case) ->
 
 
 def test_repeated_calls_reply_identically(
-    corpus_tools: ToolService, replies: dict[str, ToolReply]
+    corpus_tools: Pipeline, replies: dict[str, ToolReply]
 ) -> None:
     async def run_again() -> dict[str, str]:
         return {

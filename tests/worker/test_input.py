@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.query.types import (
+from indexer.model.search import (
     AvailabilityFilter,
     CreatedAtFilter,
     IdFilter,
@@ -22,16 +22,19 @@ from indexer.query.types import (
 from worker.errors import HarnessError, InvalidArgsError
 from worker.input import (
     TOOL_DEFINITIONS,
-    EventReadArgs,
-    EventTraceArgs,
-    SessionSearchArgs,
     event_filters,
     normalize_query,
     parent_session_ids,
-    parse_arguments,
     schema_violations,
-    session_filters,
 )
+from worker.tools import registry
+from worker.tools.event_read import EventReadArgs
+from worker.tools.event_trace import EventTraceArgs
+from worker.tools.session_search import SessionSearchArgs, session_filters
+
+
+def parse_arguments(tool: str, arguments: Any) -> Any:
+    return registry.parse_arguments(registry.lookup(tool), arguments)
 
 NOT_INTEGER = '"event_seq_from" must be an integer'
 

@@ -13,7 +13,10 @@ from tests.builders import header, user
 from tests.worker.conftest import Harness, HarnessFactory
 from worker.auth import Caller
 from worker.deadline import CancelToken, Deadline
-from worker.handler import ToolReply
+from worker.limits import ToolLimits
+from worker.outcome import ToolReply
+from worker.pipeline import deadline_for
+from worker.tools.registry import TOOLS
 
 
 def error_of(reply: ToolReply) -> tuple[str, str]:
@@ -31,11 +34,16 @@ async def test_expired_deadline_does_no_work(make_harness: HarnessFactory) -> No
     assert h.spy.calls == []
 
 
-async def test_request_timeout_is_capped_by_the_search_budget(make_harness: HarnessFactory) -> None:
-    h = make_harness()
-    assert h.tools._token("session_search", 10**9, None, None).deadline.budget_ms == 30000  # type: ignore[union-attr]
-    assert h.tools._token("session_trace", 500, None, None).deadline.budget_ms == 500  # type: ignore[union-attr]
-    assert h.tools._token("session_trace", None, None, None).deadline is None
+def test_one_deadline_computation_caps_the_request_timeout() -> None:
+    limits = ToolLimits(searchTimeoutMs=30000, maxTimeoutMs=60000)
+    search, trace = TOOLS["session_search"], TOOLS["session_trace"]
+    assert deadline_for(limits, search, 10**9, None).budget_ms == 30000
+    assert deadline_for(limits, search, None, None).budget_ms == 30000
+    assert deadline_for(limits, trace, 500, None).budget_ms == 500
+    assert deadline_for(limits, trace, None, None).budget_ms == 60000
+    assert deadline_for(limits, None, True, None).budget_ms == 60000  # not an int: ignored
+    sent_5s_ago = time.time() * 1000 - 5000
+    assert 0.9 < deadline_for(limits, trace, 6000, sent_5s_ago).remaining() <= 1.0
 
 
 async def test_pre_cancelled_call_replies_with_the_raw_reason(make_harness: HarnessFactory) -> None:

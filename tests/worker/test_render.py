@@ -5,17 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from indexer.model import SessionEvent, SessionHeader
-from indexer.query.types import (
-    EventHit,
-    EventRecord,
-    EventTrace,
-    EventWindow,
-    SessionHit,
-    SessionRecord,
-)
+from indexer.model.search import EventHit
+from indexer.query.types import EventRecord, EventTrace, EventWindow, SessionHit, SessionRecord
 from tests.worker.spec_examples import EVENT_READ_SESS_B_5
 from worker import render
 from worker.render import TitleView, VisibleNode
+from worker.tools.registry import TOOLS
 
 BASE = 1784851200000  # 2026-07-24T00:00:00.000Z
 DAY = 86_400_000
@@ -222,17 +217,21 @@ def test_event_read_worked_example() -> None:
     assert text.endswith('"surfaceOp": "append"\n}\n```')
 
 
+def card(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    return TOOLS[tool].card(args)
+
+
 def test_call_cards() -> None:
-    assert render.call_card("session_search", {"query": "q"}) == {
+    assert card("session_search", {"query": "q"}) == {
         "card": "generic", "kind": "search", "title": "Search prior sessions", "rawInput": "q"}
-    card = render.call_card("session_event_search", {"query": "q"})
-    assert card is not None and card["title"] == "Search session events"
-    assert render.call_card("session_trace", {}) == {
+    events = card("session_event_search", {"query": "q"})
+    assert events["title"] == "Search session events"
+    assert card("session_trace", {}) == {
         "card": "generic", "kind": "read", "title": "Trace current session"}
-    assert render.call_card("session_trace", {"session_id": "other"}) == {
+    assert card("session_trace", {"session_id": "other"}) == {
         "card": "generic", "kind": "read", "title": "Trace session other", "rawInput": "other"}
-    assert render.call_card("session_event_trace", {"session_id": "other", "seq": 3}) == {
+    assert card("session_event_trace", {"session_id": "other", "seq": 3}) == {
         "card": "generic", "kind": "read", "title": "Trace event 3",
         "rawInput": {"session_id": "other", "seq": 3}}
-    assert render.call_card("session_event_read", {"seq": 4, "before": 1}) == {
+    assert card("session_event_read", {"seq": 4, "before": 1}) == {
         "card": "generic", "kind": "read", "title": "Read event 4", "rawInput": {"seq": 4}}

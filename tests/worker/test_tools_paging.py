@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from indexer.errors import SessionQueryError
-from indexer.query.types import EventHit, SeqFilter, SessionHit, SessionSearchPage
+from indexer.model.search import EventHit, SeqFilter
+from indexer.query.types import SessionHit, SessionSearchPage
 from tests.builders import header, plain, title, user
 from tests.worker.conftest import Harness, HarnessFactory, log_text
 from worker import boundary
 from worker.auth import Caller
-from worker.handler import ToolServiceConfig
+from worker.limits import ToolLimits
 
 CAP = "Result cap reached. Narrow the query or add filters to find additional matches."
 FAILED = ("SESSION_QUERY_TOOL_FAILED", "session query operation failed")
@@ -48,7 +49,7 @@ async def test_cap_skips_rejected_hits(make_harness: HarnessFactory) -> None:
     h = make_harness(
         sessions(("unauthorized", {"cwd": "/outside"}), ("hidden-parent", {"cwd": "/outside"}),
                  ("alpha", {"parent": "hidden-parent"}), ("beta", {}), ("extra", {})),
-        config=ToolServiceConfig(maxSearchResults=2),
+        config=ToolLimits(maxSearchResults=2),
     )
     ref.append(h)
     h.spy.scripted["search_sessions"] = scripted_search(
@@ -66,7 +67,7 @@ async def test_rejected_hits_never_trigger_the_cap(make_harness: HarnessFactory)
     """65."""
     ref: list[Harness] = []
     h = make_harness(sessions(("authorized", {}), ("outside", {"cwd": "/outside"})),
-                     config=ToolServiceConfig(maxSearchResults=1))
+                     config=ToolLimits(maxSearchResults=1))
     ref.append(h)
     h.spy.scripted["search_sessions"] = scripted_search(ref, ["authorized", "caller", "outside"])
     reply = await h.call("session_search", {"query": "needle"})
@@ -214,7 +215,7 @@ async def test_no_step_and_event_cap(make_harness: HarnessFactory) -> None:
         [(header("caller", created_at=10), [user(0, "needle")]),
          (header("other"),
           [user(0, "needle one"), user(1, "needle two"), user(2, "needle three")])],
-        with_caller=False, config=ToolServiceConfig(maxSearchResults=2),
+        with_caller=False, config=ToolLimits(maxSearchResults=2),
     )
     reply = await h.call("session_event_search", {"query": "needle"})
     assert error_of(reply) == (
@@ -231,7 +232,7 @@ async def test_deadline_during_hit_parent_authorization(make_harness: HarnessFac
     """91: the stalled service call settles, then the call reports TOOL_TIMEOUT."""
     h = make_harness(
         [(header("par"), []), (header("child", parent="par"), [user(0, "needle")])],
-        config=ToolServiceConfig(searchTimeoutMs=200),
+        config=ToolLimits(searchTimeoutMs=200),
     )
     real = h.real("filter_sessions")
 
@@ -250,7 +251,7 @@ async def test_deadline_during_hit_parent_authorization(make_harness: HarnessFac
 
 
 async def test_trace_tools_have_no_default_deadline(make_harness: HarnessFactory) -> None:
-    h = make_harness(config=ToolServiceConfig(searchTimeoutMs=1))
+    h = make_harness(config=ToolLimits(searchTimeoutMs=1))
     real = h.real("trace_session")
 
     def slow(sid: str) -> Any:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from indexer.query.protocol import QueryService
-from indexer.query.types import EventHit
+from indexer.model.search import EventHit, Surface
 from worker import boundary, render
 from worker.auth import (
     ResolvedCaller,
@@ -18,21 +19,52 @@ from worker.auth import (
 from worker.deadline import CancelToken
 from worker.input import (
     MAX_SAFE_INTEGER,
-    EventSearchArgs,
+    Number,
     event_filters,
     normalize_query,
     sequence_range,
+    strings,
 )
 from worker.tools.paging import collect
+from worker.tools.registry import Tool, ToolContext
+
+
+@dataclass(frozen=True, slots=True)
+class EventSearchArgs:
+    query: str
+    session_id: str | None = None
+    seq_from: Number | None = None
+    seq_to: Number | None = None
+    time_from: str | None = None
+    time_to: str | None = None
+    event_types: tuple[str, ...] | None = None
+    surfaces: tuple[Surface, ...] | None = None
+
+
+def parse(raw: dict[str, Any]) -> EventSearchArgs:
+    return EventSearchArgs(
+        query=raw["query"],
+        session_id=raw.get("session_id"),
+        seq_from=raw.get("seq_from"),
+        seq_to=raw.get("seq_to"),
+        time_from=raw.get("time_from"),
+        time_to=raw.get("time_to"),
+        event_types=strings(raw, "event_types"),
+        surfaces=strings(raw, "surfaces"),
+    )
+
+
+def card(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "card": "generic",
+        "kind": "search",
+        "title": "Search session events",
+        "rawInput": raw["query"],
+    }
 
 
 async def run(
-    service: QueryService,
-    caller: ResolvedCaller,
-    args: EventSearchArgs,
-    token: CancelToken,
-    *,
-    max_results: int,
+    ctx: ToolContext, caller: ResolvedCaller, args: EventSearchArgs, token: CancelToken
 ) -> str:
     """Steps of SPEC §9.8 in order: preflight, query, sequence range, current-step cut,
     title, empty-range shortcut, remaining filters, search, rendering.
@@ -41,6 +73,7 @@ async def run(
     the call never finds the step that is performing it. The empty-range shortcut
     precedes the time/type/surface checks (upstream quirk, kept).
     """
+    service, max_results = ctx.service, ctx.max_search_results
     target = target_id(args.session_id, caller)
     await authorize_target(service, caller, target, token)
     query = normalize_query(args.query)
@@ -73,3 +106,8 @@ async def run(
 
     collected = await collect(fetch, lambda _hit: True, max_results)
     return render.event_search(target, title, collected.items, collected.capped)
+
+
+TOOL: Tool[EventSearchArgs] = Tool(
+    "session_event_search", parse, run, mode="exclusive", budget="search", card=card
+)

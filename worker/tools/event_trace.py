@@ -2,17 +2,48 @@
 
 from __future__ import annotations
 
-from indexer.query.protocol import QueryService
+from dataclasses import dataclass
+from typing import Any
+
 from worker import boundary, render
 from worker.auth import ResolvedCaller, assert_observed, authorize_target, read_title, target_id
 from worker.deadline import CancelToken
-from worker.input import EventTraceArgs
+from worker.input import non_negative_safe_int
+from worker.render import js_seq
+from worker.tools.registry import Tool, ToolContext
+
+
+@dataclass(frozen=True, slots=True)
+class EventTraceArgs:
+    """``seq`` is already a checked non-negative safe integer (SPEC §9.8: before the caller)."""
+
+    seq: int
+    session_id: str | None = None
+
+
+def parse(raw: dict[str, Any]) -> EventTraceArgs:
+    seq = non_negative_safe_int("seq", raw["seq"])
+    return EventTraceArgs(seq=seq, session_id=raw.get("session_id"))
+
+
+def card(raw: dict[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = {}
+    if raw.get("session_id") is not None:
+        shown["session_id"] = raw["session_id"]
+    shown["seq"] = raw["seq"]
+    return {
+        "card": "generic",
+        "kind": "read",
+        "title": f"Trace event {js_seq(raw['seq'])}",
+        "rawInput": shown,
+    }
 
 
 async def run(
-    service: QueryService, caller: ResolvedCaller, args: EventTraceArgs, token: CancelToken
+    ctx: ToolContext, caller: ResolvedCaller, args: EventTraceArgs, token: CancelToken
 ) -> str:
     """Preflight, trace, re-check, title, rendering (``seq`` was checked before the caller)."""
+    service = ctx.service
     target = target_id(args.session_id, caller)
     await authorize_target(service, caller, target, token)
     seq = args.seq
@@ -20,3 +51,8 @@ async def run(
     assert_observed(caller, target, trace.session)
     title = await read_title(service, caller, target, token)
     return render.event_trace(target, title, trace)
+
+
+TOOL: Tool[EventTraceArgs] = Tool(
+    "session_event_trace", parse, run, mode="parallel", budget="read", card=card
+)

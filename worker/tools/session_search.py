@@ -3,30 +3,96 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from indexer.query.protocol import QueryService
-from indexer.query.types import CwdFilter, ParentFilter, SessionFilter, SessionHit
+from indexer.model.search import (
+    Availability,
+    AvailabilityFilter,
+    CreatedAtFilter,
+    CwdFilter,
+    IdFilter,
+    ParentFilter,
+    SessionFilter,
+    Surface,
+)
+from indexer.query.types import SessionHit
 from worker import boundary, render
 from worker.auth import ResolvedCaller, authorize_session_ids, read_titles, record_authorized
 from worker.deadline import CancelToken
 from worker.errors import no_workspace
 from worker.input import (
-    SessionSearchArgs,
+    Number,
     event_filters,
     normalize_query,
     parent_session_ids,
-    session_filters,
+    require_values,
+    strings,
+    timestamp_range,
 )
 from worker.tools.paging import collect
+from worker.tools.registry import Tool, ToolContext
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSearchArgs:
+    query: str
+    session_ids: tuple[str, ...] | None = None
+    created_at_from: str | None = None
+    created_at_to: str | None = None
+    parent_session_ids: tuple[str, ...] | None = None
+    include_root_sessions: bool | None = None
+    availability: tuple[Availability, ...] | None = None
+    event_seq_from: Number | None = None
+    event_seq_to: Number | None = None
+    event_time_from: str | None = None
+    event_time_to: str | None = None
+    event_types: tuple[str, ...] | None = None
+    event_surfaces: tuple[Surface, ...] | None = None
+
+
+def parse(raw: dict[str, Any]) -> SessionSearchArgs:
+    return SessionSearchArgs(
+        query=raw["query"],
+        session_ids=strings(raw, "session_ids"),
+        created_at_from=raw.get("created_at_from"),
+        created_at_to=raw.get("created_at_to"),
+        parent_session_ids=strings(raw, "parent_session_ids"),
+        include_root_sessions=raw.get("include_root_sessions"),
+        availability=strings(raw, "availability"),
+        event_seq_from=raw.get("event_seq_from"),
+        event_seq_to=raw.get("event_seq_to"),
+        event_time_from=raw.get("event_time_from"),
+        event_time_to=raw.get("event_time_to"),
+        event_types=strings(raw, "event_types"),
+        event_surfaces=strings(raw, "event_surfaces"),
+    )
+
+
+def card(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "card": "generic",
+        "kind": "search",
+        "title": "Search prior sessions",
+        "rawInput": raw["query"],
+    }
+
+
+def session_filters(args: SessionSearchArgs) -> list[SessionFilter]:
+    """``id``, ``created-at``, ``availability`` clauses, in this order (no dedup)."""
+    filters: list[SessionFilter] = []
+    if args.session_ids is not None:
+        filters.append(IdFilter(require_values("session_ids", args.session_ids)))
+    created = timestamp_range("created_at", args.created_at_from, args.created_at_to)
+    if created is not None:
+        filters.append(CreatedAtFilter(from_=created[0], to=created[1]))
+    if args.availability is not None:
+        filters.append(AvailabilityFilter(require_values("availability", args.availability)))
+    return filters
 
 
 async def run(
-    service: QueryService,
-    caller: ResolvedCaller,
-    args: SessionSearchArgs,
-    token: CancelToken,
-    *,
-    max_results: int,
+    ctx: ToolContext, caller: ResolvedCaller, args: SessionSearchArgs, token: CancelToken
 ) -> str:
     """Steps of SPEC §9.8 in order: workspace, arguments, parent authorization, search,
     hit-parent authorization, one title batch, rendering.
@@ -34,6 +100,7 @@ async def run(
     Every argument rule runs before the first service call, so an invalid request never
     reveals whether a guessed parent id exists.
     """
+    service, max_results = ctx.service, ctx.max_search_results
     cwd = caller.header.cwd
     if cwd is None:
         raise no_workspace()
@@ -89,3 +156,8 @@ async def run(
         service, caller, [hit.record.header.id for hit in collected.items], token
     )
     return render.session_search(collected.items, collected.capped, titles, authorized_parents)
+
+
+TOOL: Tool[SessionSearchArgs] = Tool(
+    "session_search", parse, run, mode="exclusive", budget="search", card=card
+)

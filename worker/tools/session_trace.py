@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from indexer.query.protocol import QueryService
 from indexer.query.types import LineageNode, SessionRecord
 from worker import boundary, render
 from worker.auth import (
@@ -16,8 +17,29 @@ from worker.auth import (
     target_id,
 )
 from worker.deadline import CancelToken
-from worker.input import SessionTraceArgs
 from worker.render import VisibleNode, walk_descendants
+from worker.tools.registry import Tool, ToolContext
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTraceArgs:
+    session_id: str | None = None
+
+
+def parse(raw: dict[str, Any]) -> SessionTraceArgs:
+    return SessionTraceArgs(session_id=raw.get("session_id"))
+
+
+def card(raw: dict[str, Any]) -> dict[str, Any]:
+    session_id = raw.get("session_id")
+    if session_id is None:
+        return {"card": "generic", "kind": "read", "title": "Trace current session"}
+    return {
+        "card": "generic",
+        "kind": "read",
+        "title": f"Trace session {session_id}",
+        "rawInput": session_id,
+    }
 
 
 def visible_ancestors(
@@ -59,9 +81,10 @@ def project_descendants(
 
 
 async def run(
-    service: QueryService, caller: ResolvedCaller, args: SessionTraceArgs, token: CancelToken
+    ctx: ToolContext, caller: ResolvedCaller, args: SessionTraceArgs, token: CancelToken
 ) -> str:
     """Preflight, trace, re-check, projection, one title batch, rendering."""
+    service = ctx.service
     target = target_id(args.session_id, caller)
     await authorize_target(service, caller, target, token)
     trace = await boundary.call(
@@ -77,3 +100,8 @@ async def run(
     ]
     titles = await read_titles(service, caller, ids, token)
     return render.session_trace(trace.target, ancestors, at_boundary, descendants, titles)
+
+
+TOOL: Tool[SessionTraceArgs] = Tool(
+    "session_trace", parse, run, mode="parallel", budget="read", card=card
+)

@@ -1,0 +1,100 @@
+"""The Kafka roles: ``topics create``, ``indexer``, ``worker``, ``publish``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from indexer.metrics import Metrics
+from indexer.settings import IndexerSettings
+from worker.cli.options import EXIT_FAILED, EXIT_OK, settings_from
+from worker.cli.runtime import on_terminate, serve_ops, setup_logging, wait_for_index
+from worker.settings import PublishSettings, TopicsSettings, WorkerSettings
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    from worker.topics import ensure_topics
+
+    settings = settings_from(TopicsSettings, args)
+    result = asyncio.run(ensure_topics(settings.kafka, settings.partitions))
+    for name, status in result.items():
+        print(f"{name}: {status}")
+    return EXIT_OK
+
+
+def cmd_indexer(args: argparse.Namespace) -> int:
+    from indexer.consumer import Indexer
+
+    settings = settings_from(IndexerSettings, args)
+    setup_logging(settings)
+
+    async def main() -> None:
+        metrics = Metrics("indexer")
+        indexer = Indexer(settings, metrics=metrics)
+        await indexer.start()
+        on_terminate(indexer.stop)
+        runner = await serve_ops(settings.metrics_listen, metrics, indexer.caught_up)
+        try:
+            await indexer.run()
+        finally:
+            await indexer.close()
+            if runner is not None:
+                await runner.cleanup()
+
+    asyncio.run(main())
+    return EXIT_OK
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from indexer.query.service import StoreQueryService
+    from worker.consumer import Worker
+
+    settings = settings_from(WorkerSettings, args)
+    setup_logging(settings)
+
+    async def main() -> None:
+        service = StoreQueryService(settings.data)
+        metrics = Metrics("worker")
+        worker = Worker(settings, service, metrics=metrics)
+        runner = await serve_ops(settings.metrics_listen, metrics, worker.ready)
+        if settings.wait_for_index:
+            await wait_for_index(settings.data)
+        await worker.start()
+        on_terminate(worker.stop)
+        try:
+            await worker.run()
+        finally:
+            await worker.close()
+            service.close()
+            if runner is not None:
+                await runner.cleanup()
+
+    asyncio.run(main())
+    return EXIT_OK
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from worker.kafka import Producer
+    from worker.publisher import Publisher
+
+    settings = settings_from(PublishSettings, args)
+    setup_logging(settings)
+    kafka = settings.kafka
+
+    async def main() -> int:
+        producer = Producer(kafka.bootstrap, client_id="sessionq-publisher", linger_ms=5)
+        await producer.start()
+        publisher = Publisher(producer, kafka.events_topic)
+        on_terminate(publisher.stop)
+        try:
+            await publisher.run([Path(p) for p in args.paths], follow=args.follow)
+        finally:
+            await producer.stop()
+        s = publisher.summary
+        print(f"published {s.sessions} sessions, {s.events} events in {s.records} records")
+        for reason in publisher.rejected.values():
+            print(f"  not published: {reason}")
+        return EXIT_OK if s.sessions or not publisher.rejected else EXIT_FAILED
+
+    return asyncio.run(main())

@@ -1,0 +1,149 @@
+"""``sessionq`` command line: parse -> the role's settings -> run.
+
+Every setting flag can also be set through an environment variable ``SESSIONQ_<FLAG>``
+(upper case, dashes as underscores); an explicit flag wins. Flags carry no defaults:
+the settings models (``indexer.settings``, ``worker.settings``) hold them, once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
+from worker.cli.options import nonneg_int, positive_int, setting
+from worker.cli.serve_command import cmd_serve
+from worker.cli.store_commands import (
+    cmd_call,
+    cmd_demo_corpus,
+    cmd_ingest,
+    cmd_manifest,
+    cmd_stats,
+)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _data(p: argparse.ArgumentParser) -> None:
+    setting(p, "--data", type=Path, help="data directory")
+
+
+def _bootstrap(p: argparse.ArgumentParser, help: str = "Kafka bootstrap address host:port") -> None:
+    setting(p, "--bootstrap", help=help)
+
+
+def _logs(p: argparse.ArgumentParser) -> None:
+    setting(p, "--log-format", choices=["text", "json"], help="log lines as text or JSON")
+    setting(p, "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level")
+
+
+def _ops(p: argparse.ArgumentParser) -> None:
+    setting(p, "--metrics-listen", help="HOST:PORT for /metrics, /healthz, /readyz; empty disables")
+    _logs(p)
+
+
+def _tool_limits(p: argparse.ArgumentParser) -> None:
+    setting(p, "--max-search-results", type=positive_int, help="most hits a search returns")
+    setting(p, "--search-timeout-ms", type=positive_int, help="time budget of the searches")
+    setting(p, "--max-timeout-ms", type=positive_int, help="cap on a request's timeout_ms")
+
+
+def _store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("ingest", help="index dsh session logs (files or dsh roots)")
+    p.add_argument("paths", nargs="+", help="session log files or directories")
+    _data(p)
+    setting(p, "--commit-every", type=positive_int, help="commit after this many events")
+    p.set_defaults(handler=cmd_ingest)
+
+    p = sub.add_parser("stats", help="what a data directory holds")
+    _data(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_stats)
+
+    p = sub.add_parser("call", help="call one tool as a caller session")
+    p.add_argument("tool", help="session_search, session_event_search, session_trace, ...")
+    p.add_argument("arguments", help="the tool arguments as a JSON object")
+    _data(p)
+    _bootstrap(p, "call through Kafka instead")
+    p.add_argument("--caller", required=True, help="the trusted caller session id")
+    p.add_argument(
+        "--step-seq", type=nonneg_int, default=None, help="seq of the caller's current step/start"
+    )
+    p.add_argument("--timeout-ms", type=nonneg_int, default=None, help="call deadline")
+    p.add_argument("--json", action="store_true", help="print the reply envelope")
+    p.add_argument("--verbose", action="store_true", help="print internal diagnostics")
+    p.set_defaults(handler=cmd_call)
+
+    p = sub.add_parser("manifest", help="print the prompt section and tool definitions")
+    p.set_defaults(handler=cmd_manifest)
+
+    p = sub.add_parser("demo-corpus", help="write a demo dsh session root (make run uses it)")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--sessions", type=positive_int, default=24, help="number of sessions (>= 8)")
+    p.add_argument("--seed", type=int, default=7, help="random seed (same seed, same files)")
+    p.set_defaults(handler=cmd_demo_corpus)
+
+
+def _kafka_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("topics", help="Kafka topics")
+    tsub = p.add_subparsers(dest="topics_command", required=True)
+    tp = tsub.add_parser("create", help="create sessionq's topics (idempotent)")
+    _bootstrap(tp)
+    setting(tp, "--partitions", type=positive_int, help="partitions of the keyed topics")
+    tp.set_defaults(handler=cmd_topics)
+
+    p = sub.add_parser("indexer", help="consume the events topic into a data directory")
+    _bootstrap(p)
+    _data(p)
+    _ops(p)
+    p.set_defaults(handler=cmd_indexer)
+
+    p = sub.add_parser("worker", help="answer tool calls from the requests topic")
+    _bootstrap(p)
+    _data(p)
+    setting(p, "--group", help="consumer group")
+    setting(
+        p,
+        "--wait-for-index",
+        action=argparse.BooleanOptionalAction,
+        help="join the group only after this data dir's indexer caught up once",
+    )
+    _tool_limits(p)
+    _ops(p)
+    p.set_defaults(handler=cmd_worker)
+
+    p = sub.add_parser("publish", help="publish dsh session logs to the events topic")
+    p.add_argument("paths", nargs="+", help="session log files or dsh roots")
+    _bootstrap(p)
+    p.add_argument("--follow", action="store_true", help="keep publishing appended events")
+    _logs(p)
+    p.set_defaults(handler=cmd_publish)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sessionq", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _store_commands(sub)
+    _kafka_commands(sub)
+
+    p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
+    setting(p, "--sessions", nargs="+", type=Path, help="dsh session root(s) or log files")
+    _data(p)
+    setting(p, "--listen", help="HTTP HOST:PORT")
+    setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")
+    _tool_limits(p)
+    _logs(p)
+    p.set_defaults(handler=cmd_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

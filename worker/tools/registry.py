@@ -1,0 +1,90 @@
+"""The tool registry: each of the five tools declared once.
+
+A ``Tool`` carries everything that used to be spread over name sets and string
+switches: its name, how schema-valid arguments become its typed argument model, how
+it runs (authorization → query → rendering, SPEC §9.8), its execution mode (SPEC
+§9.1), its time budget, and its pending-call card. Every name set, the manifest and
+the pipeline derive from ``TOOLS``; registration order is the order of the tool
+definitions in ``schemas.json`` (the manifest's order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Generic, Literal, TypeVar
+
+from indexer.query.protocol import QueryService
+from worker.auth import ResolvedCaller
+from worker.deadline import CancelToken
+from worker.errors import InvalidArgsError, unknown_tool
+from worker.input import TOOL_NAMES, schema_violations
+
+ArgsT = TypeVar("ArgsT")
+Mode = Literal["exclusive", "parallel"]
+Budget = Literal["search", "read"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a running tool may use: the query service and the deployment's result cap."""
+
+    service: QueryService
+    max_search_results: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tool(Generic[ArgsT]):
+    """One model-facing tool.
+
+    ``parse`` builds the typed arguments from schema-valid JSON and applies the rules
+    upstream runs before resolving the caller (raises ``HarnessError``). ``budget``:
+    ``search`` tools are bounded by ``searchTimeoutMs``, ``read`` tools only by the
+    deployment's request cap. ``card`` is the host's pending-call presentation.
+    """
+
+    name: str
+    parse: Callable[[dict[str, Any]], ArgsT]
+    run: Callable[[ToolContext, ResolvedCaller, ArgsT, CancelToken], Awaitable[str]]
+    mode: Mode
+    budget: Budget
+    card: Callable[[dict[str, Any]], dict[str, Any]]
+
+    @property
+    def exclusive(self) -> bool:
+        return self.mode == "exclusive"
+
+
+def _registry() -> dict[str, Tool[Any]]:
+    from worker.tools import event_read, event_search, event_trace, session_search, session_trace
+
+    declared: list[Tool[Any]] = [
+        session_search.TOOL,
+        event_search.TOOL,
+        session_trace.TOOL,
+        event_trace.TOOL,
+        event_read.TOOL,
+    ]
+    by_name = {tool.name: tool for tool in declared}
+    if tuple(by_name) != TOOL_NAMES:
+        raise AssertionError(f"registered tools {tuple(by_name)} != schemas.json {TOOL_NAMES}")
+    return by_name
+
+
+TOOLS: Final[Mapping[str, Tool[Any]]] = _registry()
+
+
+def lookup(name: object) -> Tool[Any]:
+    """The tool called ``name``; any other name (it is host input) is ``INVALID_ARGS``."""
+    tool = TOOLS.get(name) if isinstance(name, str) else None
+    if tool is None:
+        raise unknown_tool(name)
+    return tool
+
+
+def parse_arguments(tool: Tool[Any], arguments: Any) -> Any:
+    """Schema-check ``arguments`` (every violation, upstream's wording), then parse them."""
+    violations = schema_violations(tool.name, arguments)
+    if violations:
+        raise InvalidArgsError(violations)
+    return tool.parse(arguments)
