@@ -192,14 +192,14 @@ class Broker:
 
 
 async def create_topics(bootstrap: str, names: Sequence[str], partitions: int = PARTITIONS) -> None:
-    from worker.kafka import create_topics as _create
+    from indexer.kafka.group import create_topics as _create
 
     await _create(bootstrap, [(n, partitions, {"max.message.bytes": "8388608"}) for n in names])
 
 
 async def ensure_std_topics(bootstrap: str) -> dict[str, str]:
     from indexer.settings import KafkaSettings
-    from worker.topics import ensure_topics
+    from worker.kafka.topics import ensure_topics
 
     return await ensure_topics(KafkaSettings(bootstrap=bootstrap), PARTITIONS)
 
@@ -306,7 +306,7 @@ def prepare_slice(corpus: Path, data: Path, n: int) -> dict[str, Any]:
         return dict(json.loads(marker.read_text()))
     from indexer.ingest import ingest_files
     from indexer.logs.roots import discover
-    from indexer.storage import Store
+    from indexer.store.data_dir import Store
 
     shutil.rmtree(data, ignore_errors=True)
     files = sorted(discover([corpus]), key=lambda p: p.name)[:n]
@@ -566,7 +566,7 @@ def _metrics_port(log_path: Path) -> int | None:
 async def requests_phase(
     args: argparse.Namespace, broker: Broker, procs: Procs, tmp: Path
 ) -> dict[str, Any]:
-    from worker.client import SessionqClient
+    from worker.kafka.client import SessionqClient
 
     slice_info = prepare_slice(args.corpus, args.request_data, args.slice_sessions)
     manifest = json.loads((args.corpus / "manifest.json").read_text())
@@ -730,7 +730,7 @@ class _NoopPipeline:
         return None
 
     async def answer(self, call: Any, **_: Any) -> Any:
-        from worker.outcome import ToolReply
+        from worker.contract.outcome import ToolReply
 
         return ToolReply(output="ok")
 
@@ -743,14 +743,14 @@ class _NoopService:
 
 
 def echo_child(bootstrap: str) -> int:
-    """``bench_kafka.py _echo BOOTSTRAP``: the real ``worker.consumer.Worker`` (consumer
+    """``bench_kafka.py _echo BOOTSTRAP``: the real ``worker.kafka.worker.Worker`` (consumer
     group, offsets, reply producer) over a no-op pipeline, so its latency
     is the Kafka request/reply floor of this machine. Requests topic from
     ``SESSIONQ_REQUESTS_TOPIC``; stops on SIGTERM."""
     from indexer.metrics import Metrics
     from indexer.settings import KafkaSettings
-    from worker.consumer import Worker
-    from worker.logs import configure_logging
+    from worker.cli.logs import configure_logging
+    from worker.kafka.worker import Worker
     from worker.settings import WorkerSettings
 
     configure_logging("text", "INFO")
@@ -796,7 +796,7 @@ async def freshness_phase(
 ) -> dict[str, Any]:
     import orjson
 
-    from indexer.kafka import Producer
+    from indexer.kafka.client import Producer
     from indexer.query.service import StoreQueryService
 
     topic = f"bench.events.fresh.{uuid.uuid4().hex[:6]}"

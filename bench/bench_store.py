@@ -183,7 +183,7 @@ def _code_fingerprint() -> dict[str, Any]:
 # ---- children -----------------------------------------------------------------------------------
 def child_ingest_sessionq(args: dict[str, Any]) -> dict[str, Any]:
     from indexer.ingest import ingest_files
-    from indexer.storage import Store
+    from indexer.store.data_dir import Store
 
     data = Path(args["data"])
     shutil.rmtree(data, ignore_errors=True)
@@ -236,10 +236,10 @@ def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
     import orjson
     import tantivy
 
-    from indexer.extract import extract_text
-    from indexer.fold import classify
     from indexer.logs.reader import read_log
     from indexer.store.tantivy import analyzer, schema
+    from indexer.surface.fold import classify
+    from indexer.surface.text import extract_text
 
     files = _corpus_files(Path(args["corpus"]))
     prep_started = time.perf_counter()

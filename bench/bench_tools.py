@@ -78,7 +78,7 @@ def ensure_data(data: Path, corpus: Path) -> None:
         return
     from indexer.ingest import ingest_files
     from indexer.logs.roots import discover
-    from indexer.storage import Store
+    from indexer.store.data_dir import Store
 
     print(f"ingesting {corpus} into {data} ...", flush=True)
     t0 = time.perf_counter()
@@ -262,7 +262,7 @@ class UpstreamReads:
         return len(ancestors), n
 
     def trace_event(self, sid: str, seq: int) -> dict[str, Any]:
-        from indexer.fold import fold
+        from indexer.surface.fold import fold
 
         events = self.load(sid)
         target = events[seq]
@@ -299,7 +299,7 @@ def build_cases(
     svc: Any, fts: Any, up: UpstreamReads, picker: Picker, fts_db: Path, n_callers: int
 ) -> list[Case]:
     from indexer.model.search import CwdFilter
-    from worker.input import event_filters
+    from worker.contract.arguments import event_filters
 
     cases: list[Case] = []
     spaces = picker.workspaces_by_size()
@@ -482,7 +482,7 @@ def _summary(samples: Sequence[float]) -> dict[str, float]:
 
 
 async def run_case(tools: Any, case: Case, reps: int, warmup: int) -> dict[str, Any]:
-    from worker.auth import Caller
+    from worker.tools.access import Caller
 
     callers = [Caller(c, case.step_seq) for c in case.callers]
     # warm-up (and a correctness check: every tool reply must be ok)
@@ -571,8 +571,8 @@ class TimingService:
 async def breakdown(svc: Any, cases: Sequence[Case], reps: int, profile_top: int) -> list[dict]:
     """Per case: mean ms per service method (in its thread) vs the whole call; and a
     cProfile of the event-loop thread (tool logic, rendering, thread hand-offs)."""
-    from worker.auth import Caller
     from worker.pipeline import Pipeline
+    from worker.tools.access import Caller
 
     out = []
     for case in cases:
@@ -646,7 +646,7 @@ async def micro(svc: Any, cases: Sequence[Case], store_db: Path, reps: int) -> d
     from indexer.model.search import CwdFilter, IdFilter
     from indexer.query.sessions import get_records, where_clause
     from indexer.query.titles import read_title_snapshots
-    from worker.timefmt import iso
+    from worker.contract.timefmt import iso
 
     cap = next((c for c in cases if c.name.startswith("cap: en rank")), None)
     if cap is None:

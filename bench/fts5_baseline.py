@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from indexer.extract import extract_text
-from indexer.fold import classify
 from indexer.logs.reader import LogRejectedError, read_log
 from indexer.query.search import normalize_query
 from indexer.store.snippet import MATCH_END, MATCH_START, make_snippet
+from indexer.surface.fold import classify
+from indexer.surface.text import extract_text
 
 SCHEMA: Final = (
     "CREATE VIRTUAL TABLE docs USING fts5("

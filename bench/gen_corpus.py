@@ -46,10 +46,10 @@ from typing import Any, Final
 
 import orjson
 
-from indexer.extract import extract_text
 from indexer.logs.chunks import expand_chunk_row, is_chunk_row
 from indexer.logs.jsonl import iter_lines
 from indexer.logs.reader import LogRejectedError, read_log
+from indexer.surface.text import extract_text
 
 CORPUS_DIR: Final = Path(__file__).resolve().parents[2] / "shared/corpus/dsh"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from indexer.errors import BatchAbortedError, SessionqError
 from indexer.logs.reader import LogRejectedError, read_log
-from indexer.storage import Store
+from indexer.store.data_dir import Store
 
 
 @dataclass(slots=True)

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer.storage import index_path, sqlite_path
+from indexer.store.data_dir import index_path, sqlite_path
 from indexer.store.sqlite_tables import connect
 from indexer.store.tantivy import TantivyIndex
 

@@ -11,7 +11,7 @@ import pytest
 
 from indexer.model.records import EventsRecord, HeaderRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
-from indexer.storage import Store
+from indexer.store.data_dir import Store
 from tests.data_paths import CORPUS_DIR
 
 SessionSpec = tuple[dict[str, Any], Sequence[dict[str, Any]]]

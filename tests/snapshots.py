@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from indexer.storage import index_path, sqlite_path
+from indexer.store.data_dir import index_path, sqlite_path
 from indexer.store.sqlite_tables import connect
 from indexer.store.tantivy import TantivyIndex
 from tests.indexer.tantivy_helpers import dump_docs

@@ -30,14 +30,14 @@ from typing import Any, Final
 
 from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
-from worker import boundary
-from worker.auth import Caller, resolve_caller
-from worker.deadline import CancelToken, Deadline
-from worker.envelopes import ToolRequest
-from worker.errors import HarnessError, ToolAbortError
+from worker.contract import boundary
+from worker.contract.deadline import CancelToken, Deadline
+from worker.contract.envelopes import ToolRequest
+from worker.contract.errors import HarnessError, ToolAbortError
+from worker.contract.outcome import ToolReply
 from worker.execution import ExecutionGates
 from worker.limits import ToolLimits
-from worker.outcome import ToolReply
+from worker.tools.access import Caller, resolve_caller
 from worker.tools.registry import TOOLS, Tool, ToolContext, lookup, parse_arguments
 
 EARLY_CANCELS: Final = 10_000

@@ -21,13 +21,13 @@ from typing import Any
 import orjson
 
 from indexer.errors import LogValidationError
-from indexer.fold import FoldedLog, FoldStep, SurfaceFold
 from indexer.logs.chunks import expand_chunk_row, is_chunk_row
 from indexer.logs.envelope import check_envelope, event_raw
 from indexer.logs.jsonl import iter_lines
 from indexer.logs.roots import implied_session_id
 from indexer.model.event import SessionEvent
 from indexer.model.header import SessionHeader, parse_header
+from indexer.surface.fold import FoldedLog, FoldStep, SurfaceFold
 
 __all__ = ["LogRejectedError", "SessionLog", "parse_line", "read_log"]
 

@@ -10,8 +10,6 @@ from collections.abc import Sequence
 import orjson
 
 from indexer.errors import INVALID_FILTER, SessionQueryError
-from indexer.extract import extract_text
-from indexer.jstext import JS_WHITESPACE, js_split, js_trim
 from indexer.model.search import (
     EventFilter,
     SeqFilter,
@@ -21,6 +19,8 @@ from indexer.model.search import (
     TypeFilter,
 )
 from indexer.query.types import EventRecord
+from indexer.surface.jstext import JS_WHITESPACE, js_split, js_trim
+from indexer.surface.text import extract_text
 
 _WS_CLASS = "[" + re.escape(JS_WHITESPACE) + "]+"
 

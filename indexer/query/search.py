@@ -9,12 +9,12 @@ import sqlite3
 from collections.abc import Sequence
 
 from indexer.errors import INVALID_QUERY, SESSION_NOT_FOUND, SessionQueryError
-from indexer.jstext import js_collapse
 from indexer.model.search import AvailabilityFilter, EventMetadataFilter, SessionFilter
 from indexer.query.filters import check_filters
 from indexer.query.sessions import get_records, live_ids
 from indexer.query.types import EventSearchPage, SessionHit, SessionSearchPage
 from indexer.store.tantivy import TantivyIndex
+from indexer.surface.jstext import js_collapse
 
 
 def normalize_query(query: object) -> str:

@@ -27,7 +27,7 @@ from indexer.query.types import (
     SessionTrace,
     TitleObservation,
 )
-from indexer.storage import index_path, sqlite_path
+from indexer.store.data_dir import index_path, sqlite_path
 from indexer.store.sqlite_tables import connect
 from indexer.store.tantivy import TantivyIndex
 

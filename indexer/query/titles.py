@@ -10,7 +10,7 @@ import orjson
 from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
 from indexer.model import SessionHeader
 from indexer.query.types import TitleObservation, TitleSnapshot
-from indexer.titles import TitleMalformedError
+from indexer.surface.titles import TitleMalformedError
 
 
 def read_title_snapshots(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from indexer.jstext import JS_WHITESPACE, JS_WHITESPACE_CLASS
+from indexer.surface.jstext import JS_WHITESPACE, JS_WHITESPACE_CLASS
 
 MATCH_START: Final = "\ufdd0"
 """Inserted before every highlight span."""

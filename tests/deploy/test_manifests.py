@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+
 import indexer.settings
 import worker.settings
 from indexer.settings import IndexerSettings, RoleSettings

@@ -22,16 +22,26 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from indexer.consumer import dead_letter
 from indexer.errors import RecordRejectedError
-from indexer.kafka import InRecord
+from indexer.kafka.client import InRecord
+from indexer.kafka.indexer import dead_letter
 from indexer.logs.envelope import ENVELOPE_KEYS
 from indexer.metrics import Metrics
 from indexer.model.header import SessionHeader
 from indexer.model.records import decode_record
 from indexer.query.service import StoreQueryService
 from indexer.settings import DLQ_TOPIC, EVENTS_TOPIC, REPLIES_TOPIC, REQUESTS_TOPIC
-from indexer.storage import Store
+from indexer.store.data_dir import Store
+from worker.contract.envelopes import (
+    CancelRequest,
+    EnvelopeError,
+    HttpCall,
+    Reply,
+    ToolRequest,
+    decode_reply,
+    decode_request,
+    reply_for,
+)
 from worker.devtools.protocol_docs import (
     DEAD_LETTER,
     SESSION_EVENT,
@@ -42,16 +52,6 @@ from worker.devtools.protocol_docs import (
     main,
     render,
     stale_files,
-)
-from worker.envelopes import (
-    CancelRequest,
-    EnvelopeError,
-    HttpCall,
-    Reply,
-    ToolRequest,
-    decode_reply,
-    decode_request,
-    reply_for,
 )
 from worker.pipeline import Pipeline, ToolCall
 
@@ -254,7 +254,7 @@ def test_messages_carry_their_keys_and_the_reply_its_correlation_header(asyncapi
 
 
 def test_tool_argument_schemas_are_the_tool_definitions(asyncapi: Schema) -> None:
-    from worker.input import TOOL_DEFINITIONS
+    from worker.contract.arguments import TOOL_DEFINITIONS
 
     components = asyncapi["components"]["schemas"]
     for definition in TOOL_DEFINITIONS:

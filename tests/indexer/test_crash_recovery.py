@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from indexer.checkpoint import FAILPOINT_ENV
 from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
-from indexer.storage import Store
+from indexer.store.checkpoint import FAILPOINT_ENV
+from indexer.store.data_dir import Store
 from tests.snapshots import snapshot
 
 REPO = Path(__file__).resolve().parents[2]

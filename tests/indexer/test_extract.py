@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.extract import block_texts, content_text, extract_text, join_text
+from indexer.surface.text import block_texts, content_text, extract_text, join_text
 
 MIXED_BLOCKS: list[dict[str, Any]] = [
     {"type": "text", "text": " visible "},

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from indexer.extract import extract_text
-from indexer.fold import FoldStep, FoldViolation, SurfaceFold, classify, fold, json_equal
 from indexer.model import SessionEvent
+from indexer.surface.fold import FoldStep, FoldViolation, SurfaceFold, classify, fold, json_equal
+from indexer.surface.text import extract_text
 
 MISSING: Any = object()
 

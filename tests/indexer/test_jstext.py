@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import re
 
-from indexer.jstext import JS_WHITESPACE, JS_WHITESPACE_CLASS, js_collapse, js_split, js_trim
+from indexer.surface.jstext import (
+    JS_WHITESPACE,
+    JS_WHITESPACE_CLASS,
+    js_collapse,
+    js_split,
+    js_trim,
+)
 
 SPEC_WS = [
     0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0xA0, 0x1680,

@@ -15,8 +15,6 @@ import pytest
 import zstandard
 
 from indexer.errors import LogValidationError
-from indexer.extract import extract_text
-from indexer.fold import classify
 from indexer.logs import (
     CHUNK_ROW_TAGS,
     LogRejectedError,
@@ -30,7 +28,9 @@ from indexer.logs import (
     iter_lines,
     read_log,
 )
-from indexer.titles import fold_title
+from indexer.surface.fold import classify
+from indexer.surface.text import extract_text
+from indexer.surface.titles import fold_title
 from tests.data_paths import CORPUS_DIR as CORPUS
 
 HEADER = {"type": "session", "version": 0, "id": "s1", "createdAt": 1, "delegationDepth": 0}

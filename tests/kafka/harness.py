@@ -21,22 +21,22 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import ConsumerRecord
 
-from indexer.consumer import Indexer
 from indexer.ingest import ingest_files
+from indexer.kafka.group import Producer
+from indexer.kafka.indexer import Indexer
 from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
 from indexer.settings import IndexerSettings, KafkaSettings
-from indexer.storage import Store, sqlite_path
+from indexer.store.data_dir import Store, sqlite_path
 from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
 from tests.kafka.waiting import wait_until
-from worker.auth import Caller
-from worker.client import SessionqClient
-from worker.consumer import Worker
-from worker.envelopes import Reply, reply_for
-from worker.kafka import Producer
+from worker.contract.envelopes import Reply, reply_for
+from worker.kafka.client import SessionqClient
+from worker.kafka.publisher import Publisher
+from worker.kafka.worker import Worker
 from worker.pipeline import Pipeline
-from worker.publisher import Publisher
 from worker.settings import WorkerSettings
+from worker.tools.access import Caller
 
 # ---- topics ----
 
@@ -381,7 +381,7 @@ async def product_topics(
     counts and configs) under unique names; deleted afterwards."""
     from aiokafka.admin import AIOKafkaAdminClient
 
-    from worker.topics import ensure_topics
+    from worker.kafka.topics import ensure_topics
 
     topics = Topics(
         bootstrap,

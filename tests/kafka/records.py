@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import RecordMetadata
 
 from tests.kafka.waiting import wait_until
-from worker.envelopes import Reply, decode_reply
+from worker.contract.envelopes import Reply, decode_reply
 
 
 class RawProducer:

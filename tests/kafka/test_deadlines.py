@@ -27,7 +27,7 @@ from tests.kafka.harness import (
 )
 from tests.kafka.records import request_record
 from tests.kafka.waiting import wait_until
-from worker.envelopes import Reply
+from worker.contract.envelopes import Reply
 
 pytestmark = pytest.mark.kafka
 

@@ -14,7 +14,7 @@ import pytest
 
 from indexer.model.records import decode_record
 from indexer.query.service import StoreQueryService
-from indexer.storage import Store
+from indexer.store.data_dir import Store
 from tests.builders import assistant, header, plain, user
 from tests.kafka.conftest import TopicFactory, UniqueName
 from tests.kafka.harness import (
@@ -38,8 +38,8 @@ from tests.kafka.records import (
 )
 from tests.kafka.waiting import wait_until
 from tests.snapshots import snapshot
-from worker.auth import Caller
 from worker.pipeline import Pipeline
+from worker.tools.access import Caller
 
 pytestmark = pytest.mark.kafka
 

@@ -30,8 +30,8 @@ from tests.kafka.harness import (
 )
 from tests.kafka.waiting import wait_until
 from tests.snapshots import snapshot
-from worker.client import SessionqClient
-from worker.envelopes import Reply
+from worker.contract.envelopes import Reply
+from worker.kafka.client import SessionqClient
 from worker.pipeline import Pipeline
 
 pytestmark = pytest.mark.kafka

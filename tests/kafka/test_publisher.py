@@ -23,8 +23,8 @@ from tests.kafka.harness import (
 )
 from tests.kafka.processes import Processes
 from tests.kafka.waiting import wait_until
-from worker.auth import Caller
 from worker.pipeline import Pipeline
+from worker.tools.access import Caller
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

@@ -21,7 +21,7 @@ from tests.kafka.processes import (
     PYTHON,
     REPO_ROOT,
 )
-from worker.topics import ensure_topics
+from worker.kafka.topics import ensure_topics
 
 pytestmark = pytest.mark.kafka
 

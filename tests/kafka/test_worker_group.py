@@ -30,8 +30,8 @@ from tests.kafka.processes import (
 )
 from tests.kafka.records import ReplyTap
 from tests.kafka.waiting import wait_until
-from worker.client import SessionqClient
-from worker.envelopes import Reply
+from worker.contract.envelopes import Reply
+from worker.kafka.client import SessionqClient
 from worker.pipeline import Pipeline
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

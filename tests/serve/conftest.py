@@ -15,8 +15,8 @@ import aiohttp
 import pytest
 
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
-from worker.http_ops import start_server
-from worker.serve import Embedded
+from worker.http.embedded import Embedded
+from worker.http.ops import start_server
 
 T = TypeVar("T")
 POLL_S = 0.05

@@ -11,7 +11,7 @@ from indexer.ingest import ingest_files
 from indexer.logs.reader import read_log
 from indexer.logs.roots import decode_segment, discover, implied_session_id
 from indexer.query.service import StoreQueryService
-from indexer.storage import Store
+from indexer.store.data_dir import Store
 from worker.devtools.demo_corpus import (
     MIN_SESSIONS,
     DemoSummary,

@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
 from worker.devtools.demo_corpus import DemoSummary, example_calls
-from worker.http_ops import start_server
-from worker.serve import Embedded
+from worker.http.embedded import Embedded
+from worker.http.ops import start_server
 
 from .conftest import Served, call_body
 

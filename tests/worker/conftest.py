@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from tests.builders import header, plain, user
-from worker.auth import Caller
-from worker.deadline import CancelToken
+from worker.contract.deadline import CancelToken
+from worker.contract.outcome import ToolReply
 from worker.limits import ToolLimits
-from worker.outcome import ToolReply
 from worker.pipeline import Pipeline
+from worker.tools.access import Caller
 
 CALLER_HEADER = header("caller", created_at=10)
 CALLER_EVENTS = [

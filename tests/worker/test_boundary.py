@@ -9,10 +9,10 @@ from typing import Any, NoReturn
 import pytest
 
 from indexer.errors import SessionQueryError
-from worker import boundary
-from worker.boundary import SAFE_FAILURES, UNPRINTABLE, call, diagnostic, sanitize
-from worker.deadline import CancelToken
-from worker.errors import HarnessError, ToolAbortError
+from worker.contract import boundary
+from worker.contract.boundary import SAFE_FAILURES, UNPRINTABLE, call, diagnostic, sanitize
+from worker.contract.deadline import CancelToken
+from worker.contract.errors import HarnessError, ToolAbortError
 
 GENERIC = ("SESSION_QUERY_TOOL_FAILED", "session query operation failed")
 
@@ -182,7 +182,7 @@ def test_cyclic_causes_end_with_a_marker() -> None:
 
 def test_unraised_error_renders_its_type_and_message() -> None:
     assert diagnostic(HarnessError("title backend failed", "X")) == (
-        "worker.errors.HarnessError: title backend failed"
+        "worker.contract.errors.HarnessError: title backend failed"
     )
     assert diagnostic("string failure") == "string failure"
 

@@ -24,8 +24,8 @@ import pytest
 from indexer.query.service import StoreQueryService
 from tests.builders import assistant, header, plain, title, user
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
-from worker.auth import Caller
 from worker.pipeline import Pipeline
+from worker.tools.access import Caller
 
 REPO: Final = Path(__file__).resolve().parents[2]
 UNAUTHORIZED: Final = (

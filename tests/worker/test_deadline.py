@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from indexer.errors import SessionQueryError
-from worker.deadline import CancelToken, Deadline
-from worker.errors import ToolAbortError, ToolFailure, cancellation_failure
+from worker.contract.deadline import CancelToken, Deadline
+from worker.contract.errors import ToolAbortError, ToolFailure, cancellation_failure
 
 
 class Hostile:

@@ -37,10 +37,10 @@ import pytest
 from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
-from indexer.storage import Store
-from worker.auth import Caller
-from worker.outcome import ToolReply
+from indexer.store.data_dir import Store
+from worker.contract.outcome import ToolReply
 from worker.pipeline import Pipeline
+from worker.tools.access import Caller
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("SESSIONQ_UPDATE_GOLDEN") == "1"

@@ -19,14 +19,14 @@ from indexer.model.search import (
     TimeFilter,
     TypeFilter,
 )
-from worker.errors import HarnessError, InvalidArgsError
-from worker.input import (
+from worker.contract.arguments import (
     TOOL_DEFINITIONS,
     event_filters,
     normalize_query,
     parent_session_ids,
     schema_violations,
 )
+from worker.contract.errors import HarnessError, InvalidArgsError
 from worker.tools import registry
 from worker.tools.event_read import EventReadArgs
 from worker.tools.event_trace import EventTraceArgs

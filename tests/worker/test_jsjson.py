@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.data_paths import JS_VECTORS, UPSTREAM_TOOL_SCHEMAS
-from worker.jsjson import js_number, js_quote, js_stringify
+from worker.contract.jsjson import js_number, js_quote, js_stringify
 
 VECTORS = json.loads(JS_VECTORS.read_text(encoding="utf-8"))
 

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from tests.builders import header, user
 from tests.worker.conftest import Harness, HarnessFactory
-from worker.auth import Caller
-from worker.deadline import CancelToken, Deadline
+from worker.contract.deadline import CancelToken, Deadline
+from worker.contract.outcome import ToolReply
 from worker.limits import ToolLimits
-from worker.outcome import ToolReply
 from worker.pipeline import deadline_for
+from worker.tools.access import Caller
 from worker.tools.registry import TOOLS
 
 
@@ -88,7 +88,7 @@ async def test_success_reply_shape(make_harness: HarnessFactory) -> None:
 async def test_internal_bugs_become_the_generic_failure(
     make_harness: HarnessFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from worker import render
+    from worker.tools import render
 
     def broken(*_args: Any) -> str:
         raise ZeroDivisionError("renderer bug about hidden-1")

@@ -8,9 +8,9 @@ from indexer.model import SessionEvent, SessionHeader
 from indexer.model.search import EventHit
 from indexer.query.types import EventRecord, EventTrace, EventWindow, SessionHit, SessionRecord
 from tests.worker.spec_examples import EVENT_READ_SESS_B_5
-from worker import render
-from worker.render import TitleView, VisibleNode
+from worker.tools import render
 from worker.tools.registry import TOOLS
+from worker.tools.render import TitleView, VisibleNode
 
 BASE = 1784851200000  # 2026-07-24T00:00:00.000Z
 DAY = 86_400_000

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.data_paths import JS_VECTORS
-from worker.errors import HarnessError
-from worker.timefmt import (
+from worker.contract.errors import HarnessError
+from worker.contract.timefmt import (
     ExactTimestamp,
     compare_timestamps,
     iso,

@@ -387,7 +387,7 @@ async def test_title_rejections(
                     if o.session_id in errors else o for o in out]
         return read
 
-    from worker.errors import HarnessError
+    from worker.contract.errors import HarnessError
 
     h = make_harness([
         (header("first", parent="second"), [user(0, "needle")]),

@@ -19,7 +19,7 @@ from indexer.model.search import (
 )
 from tests.builders import header
 from tests.worker.conftest import HarnessFactory
-from worker import timefmt
+from worker.contract import timefmt
 
 BASE = 1784851200000
 FILTER = "SESSION_QUERY_INVALID_FILTER"

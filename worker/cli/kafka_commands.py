@@ -14,7 +14,7 @@ from worker.settings import PublishSettings, TopicsSettings, WorkerSettings
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    from worker.topics import ensure_topics
+    from worker.kafka.topics import ensure_topics
 
     settings = settings_from(TopicsSettings, args)
     result = asyncio.run(ensure_topics(settings.kafka, settings.partitions))
@@ -24,7 +24,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 
 def cmd_indexer(args: argparse.Namespace) -> int:
-    from indexer.consumer import Indexer
+    from indexer.kafka.indexer import Indexer
 
     settings = settings_from(IndexerSettings, args)
     setup_logging(settings)
@@ -48,7 +48,7 @@ def cmd_indexer(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from indexer.query.service import StoreQueryService
-    from worker.consumer import Worker
+    from worker.kafka.worker import Worker
 
     settings = settings_from(WorkerSettings, args)
     setup_logging(settings)
@@ -75,8 +75,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from worker.kafka import Producer
-    from worker.publisher import Publisher
+    from indexer.kafka.group import Producer
+    from worker.kafka.publisher import Publisher
 
     settings = settings_from(PublishSettings, args)
     setup_logging(settings)

@@ -13,8 +13,8 @@ from aiohttp import web
 
 from indexer.metrics import Metrics
 from indexer.settings import RoleSettings
-from worker.http_ops import Readiness, ops_routes, start_server
-from worker.logs import configure_logging
+from worker.cli.logs import configure_logging
+from worker.http.ops import Readiness, ops_routes, start_server
 
 
 def setup_logging(settings: RoleSettings) -> None:
@@ -43,7 +43,7 @@ def on_terminate(stop: Callable[[], Awaitable[None]]) -> None:
 async def wait_for_index(data: Path) -> None:
     """Block until this data dir's indexer has caught up once (a replica joins the worker
     group only with a complete index)."""
-    from indexer.storage import sqlite_path
+    from indexer.store.data_dir import sqlite_path
     from indexer.store.sqlite_tables import connect, indexer_caught_up
 
     print("waiting for the indexer to catch up...", file=sys.stderr, flush=True)

@@ -13,8 +13,8 @@ from worker.settings import ServeSettings
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from worker.http_ops import start_server
-    from worker.serve import Embedded
+    from worker.http.embedded import Embedded
+    from worker.http.ops import start_server
 
     settings = settings_from(ServeSettings, args)
     setup_logging(settings)

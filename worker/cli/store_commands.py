@@ -22,14 +22,14 @@ from worker.cli.options import (
     fail,
     settings_from,
 )
-from worker.envelopes import Reply, reply_for
+from worker.contract.envelopes import Reply, reply_for
 from worker.settings import CallSettings, ManifestSettings, StatsSettings
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from indexer.ingest import ingest_files
     from indexer.logs.roots import discover
-    from indexer.storage import Store
+    from indexer.store.data_dir import Store
 
     settings = settings_from(IngestSettings, args)
     paths = [Path(p) for p in args.paths]
@@ -90,7 +90,7 @@ def _quiet_internal_log(verbose: bool) -> None:
     """The sanitizer's diagnostics are for operators, not the model's text: in ``call``
     they reach stderr only with ``--verbose``."""
     if verbose:
-        from worker.logs import configure_logging
+        from worker.cli.logs import configure_logging
 
         configure_logging("text", "DEBUG")
     else:
@@ -115,7 +115,7 @@ def _print_reply(args: argparse.Namespace, reply: Reply) -> int:
 async def _call_over_kafka(
     kafka: KafkaSettings, args: argparse.Namespace, arguments: object, request_id: str, cap: int
 ) -> Reply:
-    from worker.client import call_once
+    from worker.kafka.client import call_once
 
     return await call_once(
         kafka,
@@ -130,8 +130,8 @@ async def _call_over_kafka(
 
 def cmd_call(args: argparse.Namespace) -> int:
     from indexer.query.service import StoreQueryService
-    from worker.auth import Caller
     from worker.pipeline import Pipeline
+    from worker.tools.access import Caller
 
     try:
         arguments = orjson.loads(args.arguments)
@@ -164,7 +164,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_manifest(args: argparse.Namespace) -> int:
-    from worker.manifest import manifest_json
+    from worker.contract.manifest import manifest_json
 
     settings = settings_from(ManifestSettings, args)
     sys.stdout.write(manifest_json(settings.tools) + "\n")

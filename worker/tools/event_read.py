@@ -5,12 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from worker import boundary, render
-from worker.auth import ResolvedCaller, assert_observed, authorize_target, read_title, target_id
-from worker.deadline import CancelToken
-from worker.input import non_negative_safe_int
-from worker.render import js_seq
+from worker.contract import boundary
+from worker.contract.arguments import non_negative_safe_int
+from worker.contract.deadline import CancelToken
+from worker.tools import render
+from worker.tools.access import (
+    ResolvedCaller,
+    assert_observed,
+    authorize_target,
+    read_title,
+    target_id,
+)
 from worker.tools.registry import Tool, ToolContext
+from worker.tools.render import js_seq
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,23 +7,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from indexer.model.search import EventHit, Surface
-from worker import boundary, render
-from worker.auth import (
-    ResolvedCaller,
-    assert_observed,
-    authorize_target,
-    current_step,
-    read_title,
-    target_id,
-)
-from worker.deadline import CancelToken
-from worker.input import (
+from worker.contract import boundary
+from worker.contract.arguments import (
     MAX_SAFE_INTEGER,
     Number,
     event_filters,
     normalize_query,
     sequence_range,
     strings,
+)
+from worker.contract.deadline import CancelToken
+from worker.tools import render
+from worker.tools.access import (
+    ResolvedCaller,
+    assert_observed,
+    authorize_target,
+    current_step,
+    read_title,
+    target_id,
 )
 from worker.tools.paging import collect
 from worker.tools.registry import Tool, ToolContext

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from worker.errors import HarnessError
+from worker.contract.errors import HarnessError
 
 T = TypeVar("T")
 

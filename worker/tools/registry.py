@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
 
 from indexer.query.protocol import QueryService
-from worker.auth import ResolvedCaller
-from worker.deadline import CancelToken
-from worker.errors import InvalidArgsError, unknown_tool
-from worker.input import TOOL_NAMES, schema_violations
+from worker.contract.arguments import TOOL_NAMES, schema_violations
+from worker.contract.deadline import CancelToken
+from worker.contract.errors import InvalidArgsError, unknown_tool
+from worker.tools.access import ResolvedCaller
 
 ArgsT = TypeVar("ArgsT")
 Mode = Literal["exclusive", "parallel"]

@@ -17,11 +17,8 @@ from indexer.model.search import (
     Surface,
 )
 from indexer.query.types import SessionHit
-from worker import boundary, render
-from worker.auth import ResolvedCaller, authorize_session_ids, read_titles, record_authorized
-from worker.deadline import CancelToken
-from worker.errors import no_workspace
-from worker.input import (
+from worker.contract import boundary
+from worker.contract.arguments import (
     Number,
     event_filters,
     normalize_query,
@@ -29,6 +26,15 @@ from worker.input import (
     require_values,
     strings,
     timestamp_range,
+)
+from worker.contract.deadline import CancelToken
+from worker.contract.errors import no_workspace
+from worker.tools import render
+from worker.tools.access import (
+    ResolvedCaller,
+    authorize_session_ids,
+    read_titles,
+    record_authorized,
 )
 from worker.tools.paging import collect
 from worker.tools.registry import Tool, ToolContext

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from indexer.query.types import LineageNode, SessionRecord
-from worker import boundary, render
-from worker.auth import (
+from worker.contract import boundary
+from worker.contract.deadline import CancelToken
+from worker.tools import render
+from worker.tools.access import (
     ResolvedCaller,
     assert_observed,
     authorize_target,
@@ -16,9 +18,8 @@ from worker.auth import (
     record_authorized,
     target_id,
 )
-from worker.deadline import CancelToken
-from worker.render import VisibleNode, walk_descendants
 from worker.tools.registry import Tool, ToolContext
+from worker.tools.render import VisibleNode, walk_descendants
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,11 @@ from importlib import metadata
 from typing import Any, Final
 
 from indexer.settings import DLQ_TOPIC, EVENTS_TOPIC, REPLIES_TOPIC, REQUESTS_TOPIC, KafkaSettings
+from worker.contract.arguments import TOOL_DEFINITIONS
 from worker.devtools.protocol_docs.examples import EXAMPLES
 from worker.devtools.protocol_docs.parts import Schema
 from worker.devtools.protocol_docs.schemas import build_schemas
-from worker.input import TOOL_DEFINITIONS
-from worker.topics import topic_specs
+from worker.kafka.topics import topic_specs
 
 ASYNCAPI_VERSION: Final = "3.0.0"
 KAFKA_BINDING_VERSION: Final = "0.5.0"

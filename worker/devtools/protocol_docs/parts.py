@@ -1,7 +1,7 @@
 """The hand-written parts of the protocol docs: what the envelope models cannot say.
 
 The header and event envelope rules that ``parse_header`` / ``check_envelope`` enforce in
-code, the dead-letter value built by ``indexer.consumer.dead_letter``, field descriptions
+code, the dead-letter value built by ``indexer.kafka.indexer.dead_letter``, field descriptions
 by model title and the wire form of a reply (``Reply.to_json``).
 """
 
@@ -98,7 +98,7 @@ SESSION_EVENT: Final[Schema] = {
 DEAD_LETTER: Final[Schema] = {
     "title": "DeadLetter",
     "description": (
-        "The value sessionq writes to the dead-letter topic (`indexer.consumer.dead_letter`) "
+        "The value sessionq writes to the dead-letter topic (`indexer.kafka.indexer.dead_letter`) "
         "for an events record it could not parse or apply, and for a requests record that "
         "names no usable id and reply topic. The record key is the original record's key."
     ),

@@ -17,6 +17,7 @@ from indexer.model.records import (
     LifecycleRecord,
 )
 from indexer.settings import EVENTS_TOPIC, REQUESTS_TOPIC
+from worker.contract.envelopes import CancelRequest, HttpCall, Reply, RequestRecord, ToolRequest
 from worker.devtools.protocol_docs.parts import (
     DEAD_LETTER,
     FIELD_DOCS,
@@ -25,7 +26,6 @@ from worker.devtools.protocol_docs.parts import (
     SESSION_HEADER,
     Schema,
 )
-from worker.envelopes import CancelRequest, HttpCall, Reply, RequestRecord, ToolRequest
 
 JSON_SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 

@@ -10,12 +10,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from indexer.extract import extract_text
 from indexer.model import SessionEvent
 from indexer.model.search import EventHit
 from indexer.query.types import EventTrace, EventWindow, SessionHit, SessionRecord
-from worker.jsjson import js_number, js_stringify
-from worker.timefmt import iso
+from indexer.surface.text import extract_text
+from worker.contract.jsjson import js_number, js_stringify
+from worker.contract.timefmt import iso
 
 EMPTY_SESSION_SEARCH: Final = "No prior session matches found."
 EMPTY_EVENT_SEARCH: Final = "No prior event matches found."

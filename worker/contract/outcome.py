@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from worker.errors import ToolFailure
+from worker.contract.errors import ToolFailure
 
 
 @dataclass(frozen=True, slots=True)

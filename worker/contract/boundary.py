@@ -20,8 +20,14 @@ from collections.abc import Callable
 from typing import Final, TypeVar
 
 from indexer.errors import SessionQueryError
-from worker.deadline import CancelToken
-from worker.errors import TOOL_FAILED, UNAUTHORIZED, HarnessError, tool_failed, unauthorized
+from worker.contract.deadline import CancelToken
+from worker.contract.errors import (
+    TOOL_FAILED,
+    UNAUTHORIZED,
+    HarnessError,
+    tool_failed,
+    unauthorized,
+)
 
 __all__ = ["LOG", "UNPRINTABLE", "call", "diagnostic", "sanitize"]
 

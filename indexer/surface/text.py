@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from indexer.jstext import js_trim
+from indexer.surface.jstext import js_trim
 
 __all__ = ["block_texts", "content_text", "extract_text", "join_text"]
 

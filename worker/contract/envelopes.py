@@ -12,7 +12,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from indexer.model.records import describe_validation_error
-from worker.outcome import ToolReply
+from worker.contract.outcome import ToolReply
 
 
 class _Envelope(BaseModel):

@@ -15,11 +15,12 @@ import contextlib
 import logging
 import time
 
-from indexer.consumer import DLQ_MAX_BYTES, dead_letter
-from indexer.kafka import InRecord, UndeliverableError
+from indexer.kafka.client import InRecord, UndeliverableError
+from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
+from indexer.kafka.group import GroupSource, Producer
 from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
-from worker.envelopes import (
+from worker.contract.envelopes import (
     CancelRequest,
     EnvelopeError,
     InvalidRequestError,
@@ -30,9 +31,8 @@ from worker.envelopes import (
     error_reply,
     reply_for,
 )
-from worker.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
-from worker.kafka import GroupSource, Producer
-from worker.offsets import OffsetTracker
+from worker.contract.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
+from worker.kafka.offsets import OffsetTracker
 from worker.pipeline import Pipeline, ToolCall
 from worker.settings import WorkerSettings
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from indexer.apply import Applied, StoreWriter
-from indexer.checkpoint import Checkpoint
 from indexer.errors import BatchAbortedError, RecordFailedError, SessionqError
 from indexer.logs.reader import SessionLog
 from indexer.model.records import EventStreamRecord, record_session_id
+from indexer.store.checkpoint import Checkpoint
 from indexer.store.sqlite_tables import Savepoint, SqliteTables, TransactionLostError
 from indexer.store.tantivy import TantivyIndex
+from indexer.store.writer import Applied, StoreWriter
 
 
 def _session_of(unit: EventStreamRecord | SessionLog) -> str:

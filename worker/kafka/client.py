@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
+from indexer.kafka.group import Producer, ReplyReader
 from indexer.settings import REPLIES_TOPIC, REQUESTS_TOPIC, KafkaSettings
-from worker.envelopes import Reply, decode_reply, error_reply
-from worker.kafka import Producer, ReplyReader
+from worker.contract.envelopes import Reply, decode_reply, error_reply
 
 log = logging.getLogger("sessionq.client")
 TIMEOUT_GRACE_S = 2.0

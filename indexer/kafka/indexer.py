@@ -5,7 +5,7 @@ the record path (``Store.apply``; a record that cannot be parsed or applied is r
 back and queued to the DLQ with its reason and source coordinates; its partition keeps
 flowing) -> when N records or T ms have passed, wait for the DLQ acknowledgements, then
 commit the store with the next offsets (Tantivy, then one SQLite transaction holding
-rows + offsets; see ``indexer.checkpoint``). When the batch is lost (a failed commit, or
+rows + offsets; see ``indexer.store.checkpoint``). When the batch is lost (a failed commit, or
 SQLite ended the transaction itself) the source seeks back to the stored offsets and
 the batch is replayed after a back-off, so nothing is lost and nothing is applied twice
 in effect.
@@ -14,56 +14,24 @@ in effect.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from indexer.errors import BatchAbortedError, SessionqError
-from indexer.kafka import EventsSource, InRecord, Producer
+from indexer.kafka.client import EventsSource, InRecord, Producer
+from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.metrics import Metrics
 from indexer.model.records import decode_record
 from indexer.settings import IndexerSettings
-from indexer.storage import Store
+from indexer.store.data_dir import Store
 
 log = logging.getLogger("sessionq.indexer")
 LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
 RETRY_FIRST_S = 0.5  # back-off after a lost batch, doubling up to RETRY_MAX_S
 RETRY_MAX_S = 30.0
-
-
-DLQ_MAX_BYTES = 16 * 1024 * 1024  # the DLQ topic's max.message.bytes
-DLQ_MAX_ORIGINAL_BYTES = 9 * 1024 * 1024  # any record the 8 MiB topics accept
-
-
-def dead_letter(record: InRecord, reason: str, code: str) -> bytes:
-    """The DLQ value: why, where it came from, and the original bytes (cut, with
-    ``value_truncated`` set, only beyond what sessionq's topics accept at all)."""
-    value = record.value
-    truncated = value is not None and len(value) > DLQ_MAX_ORIGINAL_BYTES
-    if value is not None and truncated:
-        value = value[:DLQ_MAX_ORIGINAL_BYTES]
-    return orjson.dumps(
-        {
-            "v": 1,
-            "reason": reason,
-            "code": code,
-            "source": {
-                "topic": record.topic,
-                "partition": record.partition,
-                "offset": record.offset,
-                "timestamp": record.timestamp_ms,
-            },
-            "key_b64": None if record.key is None else base64.b64encode(record.key).decode(),
-            "value_b64": None if value is None else base64.b64encode(value).decode(),
-            "value_truncated": truncated,
-            "value_size": None if record.value is None else len(record.value),
-        }
-    )
 
 
 @dataclass(slots=True)

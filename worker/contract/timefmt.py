@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from worker.errors import HarnessError, invalid_filter
+from worker.contract.errors import HarnessError, invalid_filter
 
 __all__ = [
     "ExactTimestamp",

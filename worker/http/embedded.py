@@ -28,11 +28,11 @@ from indexer.metrics import Metrics
 from indexer.model.records import record_session_id
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
-from indexer.storage import Store
-from worker.envelopes import HttpCall, first_validation_error, reply_for
-from worker.http_ops import ops_routes
+from indexer.store.data_dir import Store
+from worker.contract.envelopes import HttpCall, first_validation_error, reply_for
+from worker.contract.manifest import manifest
+from worker.http.ops import ops_routes
 from worker.limits import ToolLimits
-from worker.manifest import manifest
 from worker.pipeline import Pipeline, ToolCall
 from worker.tools.registry import TOOLS
 
@@ -253,5 +253,5 @@ class Embedded:
         )
 
     async def _console_view(self, _: web.Request) -> web.Response:
-        page = resources.files("worker.console").joinpath("index.html").read_text()
+        page = resources.files("worker.http.console").joinpath("index.html").read_text()
         return web.Response(text=page, content_type="text/html")

@@ -2,7 +2,7 @@
 
 ``HarnessError`` is the root of every error a tool raises on purpose: its code and
 message reach the model verbatim (``Error: <message>``). Service failures never do:
-the boundary (``worker.boundary``) replaces them with a fixed ``HarnessError``.
+the boundary (``worker.contract.boundary``) replaces them with a fixed ``HarnessError``.
 At the reply boundary an error becomes a plain ``ToolFailure`` value.
 """
 

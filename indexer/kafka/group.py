@@ -1,5 +1,6 @@
-"""The worker package's only contact with aiokafka: the request consumer group, the reply
-reader of hosts, and producers. Domain code sees plain values only."""
+"""aiokafka for the request/reply side: the workers' consumer group on the requests
+topic, the hosts' reply reader, and topic creation. With ``indexer.kafka.client`` the
+only modules that import aiokafka; domain code sees plain values only."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
-from indexer.kafka import InRecord, Producer, assign_all, to_records
+from indexer.kafka.client import InRecord, Producer, assign_all, to_records
 
 __all__ = ["GroupSource", "InRecord", "Producer", "ReplyReader"]
 

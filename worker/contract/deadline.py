@@ -13,7 +13,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from worker.errors import ToolAbortError, ToolFailure, cancellation_failure, timeout_failure
+from worker.contract.errors import (
+    ToolAbortError,
+    ToolFailure,
+    cancellation_failure,
+    timeout_failure,
+)
 
 
 @dataclass(frozen=True, slots=True)

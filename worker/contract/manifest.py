@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from worker.input import PROMPT_TEXT, TOOL_DEFINITIONS
-from worker.jsjson import js_stringify
+from worker.contract.arguments import PROMPT_TEXT, TOOL_DEFINITIONS
+from worker.contract.jsjson import js_stringify
 from worker.limits import ToolLimits
 from worker.tools.registry import TOOLS
 

@@ -16,9 +16,9 @@ from indexer.model import SessionHeader
 from indexer.model.search import CwdFilter, IdFilter
 from indexer.query.protocol import QueryService
 from indexer.query.types import SessionRecord
-from worker import boundary
-from worker.deadline import CancelToken
-from worker.errors import (
+from worker.contract import boundary
+from worker.contract.deadline import CancelToken
+from worker.contract.errors import (
     SESSION_NOT_FOUND,
     UNAUTHORIZED,
     HarnessError,
@@ -26,7 +26,7 @@ from worker.errors import (
     no_current_step,
     unauthorized,
 )
-from worker.render import TitleView
+from worker.tools.render import TitleView
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""The indexer's only contact with aiokafka: a manually assigned events consumer and a
-dead-letter producer, speaking plain values (topic, partition, offset, key, bytes)."""
+"""aiokafka for both roles: plain record values, manual partition assignment, the
+indexer's events consumer and the idempotent producer every role uses. With
+``indexer.kafka.group`` the only modules that import aiokafka."""
 
 from __future__ import annotations
 

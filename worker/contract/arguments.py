@@ -19,7 +19,6 @@ import math
 from importlib.resources import files
 from typing import Any, Final
 
-from indexer.jstext import js_collapse
 from indexer.model.search import (
     EventMetadataFilter,
     SeqFilter,
@@ -28,17 +27,18 @@ from indexer.model.search import (
     TimeFilter,
     TypeFilter,
 )
-from worker.errors import invalid_filter, invalid_query
-from worker.jsjson import js_stringify
-from worker.timefmt import compare_timestamps, lower_bound, parse_timestamp, upper_bound
+from indexer.surface.jstext import js_collapse
+from worker.contract.errors import invalid_filter, invalid_query
+from worker.contract.jsjson import js_stringify
+from worker.contract.timefmt import compare_timestamps, lower_bound, parse_timestamp, upper_bound
 
 MAX_SAFE_INTEGER: Final = 9007199254740991
 
 Number = int | float
 
-# ---- tool definitions (worker/schemas.json is the conformance file, byte for byte) -------------
+# ---- tool definitions (worker/contract/schemas.json: the conformance file, byte for byte) ---
 _DEFINITIONS: Final[dict[str, Any]] = json.loads(
-    files("worker").joinpath("schemas.json").read_text(encoding="utf-8")
+    files("worker.contract").joinpath("schemas.json").read_text(encoding="utf-8")
 )
 PROMPT_TEXT: Final[str] = _DEFINITIONS["prompt_section"]
 TOOL_DEFINITIONS: Final[tuple[dict[str, Any], ...]] = tuple(_DEFINITIONS["tools"])

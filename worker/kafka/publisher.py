@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexer.kafka.group import Producer
 from indexer.logs.watch import LogWatcher
 from indexer.model.records import encode_record
-from worker.kafka import Producer
 
 
 @dataclass(slots=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from indexer.consumer import DLQ_MAX_BYTES
+from indexer.kafka.dead_letter import DLQ_MAX_BYTES
+from indexer.kafka.group import create_topics
 from indexer.settings import KafkaSettings
-from worker.kafka import create_topics
 
 DAY_MS = 24 * 3600 * 1000
 

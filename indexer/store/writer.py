@@ -2,7 +2,7 @@
 index documents.
 
 ``StoreWriter`` validates and writes; it never commits and never undoes. Atomicity is
-the record path's (``indexer.storage.Store.apply``): it runs each call inside a
+the record path's (``indexer.store.data_dir.Store.apply``): it runs each call inside a
 savepoint and an index mark, and rolls both back when the call raises. A rejection
 never writes on its own account: the one state change it may ask for, marking a
 session *held* after a seq gap, travels on the error (``RecordRejectedError.hold``).
@@ -26,8 +26,6 @@ from indexer.errors import (
     LogValidationError,
     RecordRejectedError,
 )
-from indexer.extract import extract_text
-from indexer.fold import FoldedLog, FoldStep, FoldViolation, SurfaceFold
 from indexer.logs.envelope import check_envelope
 from indexer.logs.reader import SessionLog
 from indexer.model import SessionEvent, SessionHeader, parse_header
@@ -41,7 +39,9 @@ from indexer.model.records import (
 )
 from indexer.store.sqlite_tables import SqliteTables
 from indexer.store.tantivy import IndexDoc, TantivyIndex
-from indexer.titles import TitleMalformedError, fold_title
+from indexer.surface.fold import FoldedLog, FoldStep, FoldViolation, SurfaceFold
+from indexer.surface.text import extract_text
+from indexer.surface.titles import TitleMalformedError, fold_title
 
 
 @dataclass(frozen=True, slots=True)
