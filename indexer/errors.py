@@ -25,17 +25,25 @@ SESSION_NOT_FOUND: Final = "SESSION_QUERY_SESSION_NOT_FOUND"
 STALE_CURSOR: Final = "SESSION_QUERY_STALE_CURSOR"
 SOURCE_CONFLICT: Final = "SESSION_QUERY_SOURCE_CONFLICT"
 
-# Why an event-stream record was rejected (dead-letter ``code``s; SPEC §11.5).
+TOOL_FAILED: Final = "SESSION_QUERY_TOOL_FAILED"
+
+# Why an event-stream record was rejected (dead-letter ``code``s).
 UNKNOWN_SESSION: Final = "SESSIONQ_UNKNOWN_SESSION"
 SEQ_GAP: Final = "SESSIONQ_SEQ_GAP"
 SEQ_CONFLICT: Final = "SESSIONQ_SEQ_CONFLICT"
 INVALID_RECORD: Final = "SESSIONQ_INVALID_RECORD"
+INVALID_REQUEST: Final = "SESSIONQ_INVALID_REQUEST"
+REPLY_FAILED: Final = "SESSIONQ_REPLY_FAILED"
+INTERNAL: Final = "SESSIONQ_INTERNAL"
+RECORD_REJECTED: Final = "SESSIONQ_RECORD_REJECTED"
 
 
 class SessionqError(Exception):
-    """Root of every error sessionq raises on purpose."""
+    """Root of every error sessionq raises on purpose; ``code`` (a class attribute, or
+    given per instance) is from the closed set in SPEC.md plus the ``SESSIONQ_*``
+    record and delivery codes above."""
 
-    code: str = "SESSION_QUERY_TOOL_FAILED"
+    code: str = TOOL_FAILED
 
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
@@ -72,15 +80,16 @@ class RecordRejectedError(SessionqError):
     record path rolls the record back, then records that one state change.
     """
 
-    code = "SESSIONQ_RECORD_REJECTED"
+    code = RECORD_REJECTED
 
     def __init__(self, message: str, code: str | None = None, *, hold: str | None = None) -> None:
         super().__init__(message, code)
         self.hold = hold
 
 
-class IndexFailedError(SessionqError):
-    """Tantivy refused a document or a query (its ``ValueError``, typed)."""
+class IndexFailedError(SessionQueryError):
+    """Tantivy refused a document or a query (its ``ValueError``, typed); the tool
+    boundary shows it as ``SESSION_QUERY_INDEX_FAILED``."""
 
     code = INDEX_FAILED
 
@@ -89,7 +98,13 @@ class RecordFailedError(SessionqError):
     """Applying a record failed for a reason that is not the record's fault (a bug, an
     I/O error); the record was rolled back, the rest of the batch stands."""
 
-    code = "SESSIONQ_INTERNAL"
+    code = INTERNAL
+
+
+class UndeliverableError(SessionqError):
+    """The broker will not take this record (missing topic, record too large)."""
+
+    code = REPLY_FAILED
 
 
 class BatchAbortedError(SessionqError):

@@ -48,6 +48,34 @@ def _is_list(annotation: Any) -> bool:
     return typing.get_origin(annotation) is list
 
 
+def flat_fields(cls: type[BaseModel]) -> dict[str, tuple[tuple[str, ...], Any]]:
+    """Every setting a model reads by its flat name: its path in the model and its type
+    (``bootstrap`` -> ``(("kafka", "bootstrap"), str)``). One name, one setting."""
+    out: dict[str, tuple[tuple[str, ...], Any]] = {}
+    for name, field in cls.model_fields.items():
+        nested = nested_model(field.annotation)
+        if nested is None:
+            out[name] = ((name,), field.annotation)
+        else:
+            out.update({n: ((name, n), f.annotation) for n, f in nested.model_fields.items()})
+    return out
+
+
+def nest(values: dict[str, Any], cls: type[BaseModel]) -> dict[str, Any]:
+    """Flat ``{name: value}`` as the model's (nested) input; unknown names are ignored."""
+    fields = flat_fields(cls)
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in fields:
+            continue
+        path = fields[name][0]
+        target = out
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = value
+    return out
+
+
 class FlatEnvSource(PydanticBaseSettingsSource):
     """``SESSIONQ_<FIELD>`` for every field, a nested model's fields included (flat)."""
 
@@ -72,22 +100,12 @@ class FlatEnvSource(PydanticBaseSettingsSource):
         return raw
 
     def __call__(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, field in self.settings_cls.model_fields.items():
-            nested = nested_model(field.annotation)
-            if nested is None:
-                value = self._value(name, field.annotation)
-                if value is not None:
-                    out[name] = value
-                continue
-            sub = {
-                n: v
-                for n, f in nested.model_fields.items()
-                if (v := self._value(n, f.annotation)) is not None
-            }
-            if sub:
-                out[name] = sub
-        return out
+        found = {
+            name: value
+            for name, (_, annotation) in flat_fields(self.settings_cls).items()
+            if (value := self._value(name, annotation)) is not None
+        }
+        return nest(found, self.settings_cls)
 
 
 class RoleSettings(BaseSettings):

@@ -16,6 +16,8 @@ from aiokafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from indexer.errors import UndeliverableError
+
 
 @dataclass(frozen=True, slots=True)
 class InRecord:
@@ -112,10 +114,6 @@ class EventsSource:
 
     async def stop(self) -> None:
         await self._consumer.stop()
-
-
-class UndeliverableError(Exception):
-    """The broker will not take this record (missing topic, record too large)."""
 
 
 class Producer:

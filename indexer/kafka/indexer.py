@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer.errors import BatchAbortedError, SessionqError
+from indexer.errors import BatchAbortedError, RecordFailedError, SessionqError
 from indexer.kafka.client import EventsSource, InRecord, Producer
 from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.metrics import Metrics
@@ -95,7 +95,7 @@ class Indexer:
                       record.offset, exc.message)
             return False
         except SessionqError as exc:
-            if exc.code == "SESSIONQ_INTERNAL":
+            if isinstance(exc, RecordFailedError):
                 log.error("unexpected failure applying %s[%d]@%d: %s", record.topic,
                           record.partition, record.offset, exc.message, exc_info=exc.__cause__)
             self._dead_letter(record, exc.message, exc.code)

@@ -11,6 +11,7 @@ from indexer.errors import (
     EVENT_NOT_FOUND,
     INVALID_WINDOW,
     SESSION_NOT_FOUND,
+    SessionqError,
     SessionQueryError,
 )
 from indexer.model import SessionEvent, SessionHeader
@@ -19,10 +20,11 @@ from indexer.model.search import Surface
 from indexer.query.types import EventRecord, EventTrace, EventWindow
 
 
-class EventShapeError(ValueError):
+class EventShapeError(SessionqError):
     """A stored message event whose shape a reader cannot trust (SPEC §8.3 step 5).
 
-    A plain error on purpose: the tool boundary turns it into SESSION_QUERY_TOOL_FAILED.
+    Not a ``SessionQueryError`` on purpose: the tool boundary shows it as the generic
+    SESSION_QUERY_TOOL_FAILED.
     """
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from indexer.model.search import EventFilter, EventMetadataFilter, SessionFilter
+from indexer.model.search import EventMetadataFilter, SessionFilter
 from indexer.query.types import (
     EventRecord,
     EventSearchPage,
@@ -64,10 +64,6 @@ class QueryService(Protocol):
         ...
 
     def list_events(self, session_id: str) -> list[EventRecord]: ...
-
-    def filter_events(
-        self, session_id: str, filters: Sequence[EventFilter]
-    ) -> list[EventRecord]: ...
 
     def trace_session(self, session_id: str) -> SessionTrace: ...
 

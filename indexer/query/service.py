@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from indexer.errors import INVALID_CONFIG, SessionQueryError
-from indexer.model.search import EventFilter, EventMetadataFilter, SessionFilter, TextFilter
+from indexer.model.search import EventMetadataFilter, SessionFilter
 from indexer.query import events as event_reads
 from indexer.query import lineage, search, sessions, titles
-from indexer.query.event_filters import apply_event_filters
 from indexer.query.filters import check_filters
 from indexer.query.types import (
     EventRecord,
@@ -129,13 +128,6 @@ class StoreQueryService:
     # ---- exact reads ---------------------------------------------------------------------------
     def list_events(self, session_id: str) -> list[EventRecord]:
         return event_reads.list_events(self._conn, session_id)
-
-    def filter_events(self, session_id: str, filters: Sequence[EventFilter]) -> list[EventRecord]:
-        """Metadata filters over every event of a session; a text clause uses the index."""
-        check_filters((), filters)
-        records = self.list_events(session_id)
-        texts = [f for f in filters if isinstance(f, TextFilter)]
-        return apply_event_filters(self._conn, session_id, records, filters, has_text=bool(texts))
 
     def trace_session(self, session_id: str) -> SessionTrace:
         return lineage.trace_session(self._conn, session_id)

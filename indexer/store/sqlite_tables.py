@@ -191,15 +191,6 @@ class SqliteTables:
                 out[r[1]] = EventRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7])
         return out
 
-    def raw_range(self, session_id: str, start: int, end: int) -> list[bytes]:
-        return [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT raw FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-                (session_id, start, end),
-            )
-        ]
-
     def mark_shadowed(self, session_id: str, seqs: Sequence[int], replaced_by: int) -> None:
         self.conn.executemany(
             "UPDATE events SET surface = 'shadowed', replaced_by = ?"

@@ -25,7 +25,7 @@ import indexer.settings
 import worker.settings
 from indexer.settings import IndexerSettings, RoleSettings
 from worker.cli import build_parser
-from worker.cli.options import flat_setting_names, settings_from
+from worker.cli.options import settings_from
 from worker.settings import ServeSettings, TopicsSettings, WorkerSettings
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (test extra) parses the manifests")
@@ -210,7 +210,7 @@ def known_settings() -> set[str]:
     for module in (indexer.settings, worker.settings):
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, RoleSettings):
-                names |= {indexer.settings.env_name(f) for f in flat_setting_names(obj)}
+                names |= {indexer.settings.env_name(f) for f in indexer.settings.flat_fields(obj)}
     return names
 
 

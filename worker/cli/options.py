@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from indexer.settings import RoleSettings, env_name, nested_model
+from indexer.settings import RoleSettings, env_name, nest
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -29,23 +29,6 @@ def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
     kwargs.setdefault("help", "")
     kwargs["help"] = f"{kwargs['help']} ({env_name(name)})".strip()
     parser.add_argument(flag, dest=name, default=argparse.SUPPRESS, **kwargs)
-
-
-def _owners(cls: type[BaseModel]) -> dict[str, tuple[str, ...]]:
-    """Flat setting name -> its path in the model (``bootstrap`` -> ``("kafka", "bootstrap")``)."""
-    out: dict[str, tuple[str, ...]] = {}
-    for name, field in cls.model_fields.items():
-        nested = nested_model(field.annotation)
-        if nested is None:
-            out[name] = (name,)
-        else:
-            out.update({sub: (name, sub) for sub in nested.model_fields})
-    return out
-
-
-def flat_setting_names(cls: type[BaseModel]) -> list[str]:
-    """Every flat setting name a model reads (its ``SESSIONQ_*`` variables, upper-cased)."""
-    return list(_owners(cls))
 
 
 def _describe(error: Mapping[str, Any]) -> str:
@@ -64,21 +47,11 @@ def fail(command: str, message: str) -> NoReturn:
     raise SystemExit(EXIT_USAGE)
 
 
-def settings_from(cls: type[S], args: argparse.Namespace, **extra: Any) -> S:
-    """The role's settings from the flags given (plus ``extra``), the environment and the
-    defaults; a bad value exits 2 with one line per problem."""
-    given: dict[str, Any] = {}
-    owners = _owners(cls)
-    for name, value in {**vars(args), **extra}.items():
-        path = owners.get(name)
-        if path is None:
-            continue
-        target = given
-        for part in path[:-1]:
-            target = target.setdefault(part, {})
-        target[path[-1]] = value
+def settings_from(cls: type[S], args: argparse.Namespace) -> S:
+    """The role's settings from the flags given, the environment and the defaults; a bad
+    value exits 2 with one line naming each problem."""
     try:
-        return cls(**given)
+        return cls(**nest(vars(args), cls))
     except ValidationError as exc:
         fail(args.command, "; ".join(_describe(e) for e in exc.errors()))
     except TypeError as exc:  # the tool limits raise upstream's TypeError messages

@@ -11,7 +11,9 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from indexer.errors import INVALID_REQUEST, SessionqError
 from indexer.model.records import describe_validation_error
+from worker.contract.errors import INVALID_ARGS
 from worker.contract.outcome import ToolReply
 
 
@@ -85,13 +87,17 @@ RequestRecord = Annotated[ToolRequest | CancelRequest, Field(discriminator="kind
 _ADAPTER: TypeAdapter[RequestRecord] = TypeAdapter(RequestRecord)
 
 
-class EnvelopeError(ValueError):
+class EnvelopeError(SessionqError):
     """A request record that cannot be parsed; it goes to the DLQ with this reason."""
 
+    code = INVALID_REQUEST
 
-class InvalidRequestError(ValueError):
+
+class InvalidRequestError(SessionqError):
     """A request that names its id and reply topic but is otherwise invalid: it gets an
     error reply (``INVALID_ARGS``) instead of a dead letter."""
+
+    code = INVALID_ARGS
 
     def __init__(self, request_id: str, reply_to: str, reason: str) -> None:
         super().__init__(reason)

@@ -15,7 +15,8 @@ import contextlib
 import logging
 import time
 
-from indexer.kafka.client import InRecord, UndeliverableError
+from indexer.errors import UndeliverableError
+from indexer.kafka.client import InRecord
 from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.kafka.group import GroupSource, Producer
 from indexer.metrics import Metrics
@@ -168,9 +169,7 @@ class Worker:
             try:
                 await self.handle(record, decoded)
             except UndeliverableError as exc:
-                await self._dead_letter(
-                    record, f"reply undeliverable: {exc}", "SESSIONQ_REPLY_FAILED"
-                )
+                await self._dead_letter(record, f"reply undeliverable: {exc}", exc.code)
         except Exception:
             log.exception(
                 "request %s[%d]@%d was not answered", record.topic, record.partition, record.offset
@@ -186,10 +185,10 @@ class Worker:
         """One decoded record to its one outcome (cancels never get here: ``run``
         applies them at once)."""
         if isinstance(decoded, InvalidRequestError):
-            reply = error_reply(decoded.request_id, "INVALID_ARGS", decoded.reason)
+            reply = error_reply(decoded.request_id, decoded.code, decoded.reason)
             await self._reply(decoded.reply_to, reply)
         elif isinstance(decoded, EnvelopeError):
-            await self._dead_letter(record, str(decoded), "SESSIONQ_INVALID_REQUEST")
+            await self._dead_letter(record, decoded.message, decoded.code)
         else:
             call = ToolCall.from_request(decoded, sent_ms=record.timestamp_ms)
             reply = reply_for(decoded.id, await self.pipeline.answer(call))

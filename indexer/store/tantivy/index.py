@@ -281,8 +281,11 @@ class TantivyIndex:
             )
         except Nothing:
             return [], False
-        ordered = rank_sessions(searcher, self._schema, base, limit + 1)
-        hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in ordered[:limit]]
+        try:
+            ordered = rank_sessions(searcher, self._schema, base, limit + 1)
+            hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in ordered[:limit]]
+        except ValueError as exc:
+            raise IndexFailedError(f"session search failed: {exc}") from exc
         return hits, len(ordered) > limit
 
     def search_events(
@@ -307,6 +310,9 @@ class TantivyIndex:
             clauses = base_clauses(self._schema, tokens, only, filters, _NO_IDS, _NO_IDS)
         except Nothing:
             return [], False
-        cands = rank_events(searcher, clauses, limit + 1)
-        hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in cands[:limit]]
+        try:
+            cands = rank_events(searcher, clauses, limit + 1)
+            hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in cands[:limit]]
+        except ValueError as exc:
+            raise IndexFailedError(f"event search failed: {exc}") from exc
         return hits, len(cands) > limit
