@@ -33,12 +33,8 @@ class _Counts:
 
 
 @dataclass(slots=True)
-class IngestSummary:
+class IngestSummary(_Counts):
     files: int = 0
-    sessions: int = 0
-    unchanged: int = 0
-    events: int = 0
-    documents: int = 0
     rejected: list[Rejection] = field(default_factory=list)
 
     @property

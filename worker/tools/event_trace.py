@@ -17,7 +17,6 @@ from worker.tools.access import (
     target_id,
 )
 from worker.tools.registry import Tool, ToolContext
-from worker.tools.render import js_seq
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,16 +33,7 @@ def parse(raw: dict[str, Any]) -> EventTraceArgs:
 
 
 def card(raw: dict[str, Any]) -> dict[str, Any]:
-    shown: dict[str, Any] = {}
-    if raw.get("session_id") is not None:
-        shown["session_id"] = raw["session_id"]
-    shown["seq"] = raw["seq"]
-    return {
-        "card": "generic",
-        "kind": "read",
-        "title": f"Trace event {js_seq(raw['seq'])}",
-        "rawInput": shown,
-    }
+    return render.event_card("Trace event", raw)
 
 
 async def run(

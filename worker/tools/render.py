@@ -203,6 +203,16 @@ def event_read(target_id: str, title: TitleView, window: EventWindow) -> str:
     return "\n".join(lines)
 
 
+def event_card(action: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """The pending-call card of the two one-event tools (``Trace event 3``, ``Read event 4``)."""
+    shown: dict[str, Any] = {}
+    if raw.get("session_id") is not None:
+        shown["session_id"] = raw["session_id"]
+    shown["seq"] = raw["seq"]
+    return {"card": "generic", "kind": "read", "title": f"{action} {js_seq(raw['seq'])}",
+            "rawInput": shown}
+
+
 def js_seq(value: Any) -> str:
     """A seq as JavaScript interpolates a number (``3.0`` prints ``3``)."""
     return js_number(value) if isinstance(value, (int, float)) else str(value)
