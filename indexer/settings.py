@@ -14,7 +14,7 @@ import os
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
@@ -112,13 +112,7 @@ class RoleSettings(BaseSettings):
     """Base of every role's settings: flags given, then ``SESSIONQ_*``, then defaults."""
 
     model_config = SettingsConfigDict(frozen=True, extra="forbid")
-
-    log_format: Literal["text", "json"] = Field(
-        default="text", description="log lines as text or JSON"
-    )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
-        default="INFO", description="log level"
-    )
+    command: ClassVar[str] = ""  # the ``sessionq`` command these settings configure
 
     @classmethod
     def settings_customise_sources(
@@ -130,6 +124,17 @@ class RoleSettings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, FlatEnvSource(settings_cls))
+
+
+class ServiceSettings(RoleSettings):
+    """A long-running role: it logs (text or JSON lines, on stderr)."""
+
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="log lines as text or JSON"
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="log level"
+    )
 
 
 class KafkaSettings(BaseModel):
@@ -151,12 +156,16 @@ class KafkaSettings(BaseModel):
 class IngestSettings(RoleSettings):
     """``sessionq ingest``: index log files into one data directory."""
 
+    command: ClassVar[str] = "ingest"
+
     data: Path = Field(description="data directory")
     commit_every: int = Field(default=200_000, ge=1, description="commit after this many events")
 
 
-class IndexerSettings(RoleSettings):
+class IndexerSettings(ServiceSettings):
     """The indexer role: consume the events topic into one data directory."""
+
+    command: ClassVar[str] = "indexer"
 
     data: Path = Field(description="data directory")
     kafka: KafkaSettings

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field
 
-from indexer.settings import KafkaSettings, RoleSettings
+from indexer.settings import KafkaSettings, RoleSettings, ServiceSettings
 from worker.limits import ToolLimits
 
 
-class WorkerSettings(RoleSettings):
+class WorkerSettings(ServiceSettings):
     """The worker role: answer tool calls from the requests topic over one data dir."""
+
+    command: ClassVar[str] = "worker"
 
     data: Path = Field(description="data directory")
     kafka: KafkaSettings
@@ -27,8 +30,10 @@ class WorkerSettings(RoleSettings):
     )
 
 
-class ServeSettings(RoleSettings):
+class ServeSettings(ServiceSettings):
     """Embedded mode: ingest and watch log files, answer over HTTP, no broker."""
+
+    command: ClassVar[str] = "serve"
 
     sessions: list[Path] = Field(min_length=1, description="dsh session roots or log files")
     data: Path = Field(description="data directory")
@@ -40,6 +45,8 @@ class ServeSettings(RoleSettings):
 class CallSettings(RoleSettings):
     """``sessionq call``: one tool call, in-process over ``data`` or over Kafka."""
 
+    command: ClassVar[str] = "call"
+
     data: Path | None = Field(default=None, description="data directory")
     kafka: KafkaSettings | None = None
     tools: ToolLimits = Field(default_factory=ToolLimits)
@@ -48,12 +55,16 @@ class CallSettings(RoleSettings):
 class TopicsSettings(RoleSettings):
     """``sessionq topics create``."""
 
+    command: ClassVar[str] = "topics create"
+
     kafka: KafkaSettings
     partitions: int = Field(default=3, ge=1, description="partitions of the keyed topics")
 
 
-class PublishSettings(RoleSettings):
+class PublishSettings(ServiceSettings):
     """``sessionq publish``: session logs to the events topic."""
+
+    command: ClassVar[str] = "publish"
 
     kafka: KafkaSettings
 
@@ -61,10 +72,14 @@ class PublishSettings(RoleSettings):
 class StatsSettings(RoleSettings):
     """``sessionq stats``."""
 
+    command: ClassVar[str] = "stats"
+
     data: Path = Field(description="data directory")
 
 
 class ManifestSettings(RoleSettings):
     """``sessionq manifest``: the tool limits shape the definitions' ``timeout_ms``."""
+
+    command: ClassVar[str] = "manifest"
 
     tools: ToolLimits = Field(default_factory=ToolLimits)

@@ -12,12 +12,12 @@ from pathlib import Path
 from aiohttp import web
 
 from indexer.metrics import Metrics
-from indexer.settings import RoleSettings
+from indexer.settings import ServiceSettings
 from worker.cli.logs import configure_logging
 from worker.http.ops import Readiness, ops_routes, start_server
 
 
-def setup_logging(settings: RoleSettings) -> None:
+def setup_logging(settings: ServiceSettings) -> None:
     configure_logging(settings.log_format, settings.log_level)
 
 
