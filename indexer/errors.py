@@ -110,6 +110,11 @@ class UndeliverableError(SessionqError):
 class BatchAbortedError(SessionqError):
     """Everything applied since the last commit is gone (a failed commit, or SQLite
     rolled the transaction back itself, e.g. on a full disk). The caller replays from
-    its last committed position."""
+    its last committed position. ``index_committed``: Tantivy had committed the batch
+    before SQLite failed, so the index is ahead of the tables until repaired."""
 
     code = PERSISTENCE_FAILED
+
+    def __init__(self, message: str, *, index_committed: bool = False) -> None:
+        super().__init__(message)
+        self.index_committed = index_committed

@@ -10,9 +10,11 @@ Documents reach the Tantivy writer only in step 2, so a record that fails in ste
 drops its own documents by truncating the staging list. On any failure of steps 2-3
 the writer and the SQLite transaction are rolled back and ``BatchAbortedError`` is
 raised: the caller replays from its last committed position (the indexer seeks back to
-the stored offsets). A crash between 2 and 3 leaves Tantivy ahead of SQLite;
-re-applying the records from the stored offsets is idempotent (upserts by key, deletes
-of what is already gone), so the store converges.
+the stored offsets). A failure of step 3 after step 2 landed is repaired at once
+(``Store.commit`` rebuilds the batch's sessions' documents from the committed rows); a
+crash between 2 and 3 leaves Tantivy ahead of SQLite until the records are re-applied
+from the stored offsets, which is idempotent (upserts by key, deletes of what is already
+gone), so the store converges.
 """
 
 from __future__ import annotations
@@ -56,9 +58,11 @@ class Checkpoint:
     def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
         """Make the batch durable (steps 2-3 above); on failure abort it and raise
         ``BatchAbortedError`` naming the cause."""
+        index_committed = False
         try:
             # (2) Tantivy first: it can be re-derived from re-applied records.
             self.index.commit()
+            index_committed = True
             self._reach("after-index-commit")
             # (3) rows and offsets in one SQLite transaction.
             self.tables.begin()
@@ -67,7 +71,9 @@ class Checkpoint:
             self.tables.commit()
         except Exception as exc:
             self.abort()
-            raise BatchAbortedError(f"commit failed: {type(exc).__name__}: {exc}") from exc
+            raise BatchAbortedError(
+                f"commit failed: {type(exc).__name__}: {exc}", index_committed=index_committed
+            ) from exc
         except BaseException:
             self.abort()
             raise

@@ -21,16 +21,24 @@ watcher's last applied position.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from indexer.errors import BatchAbortedError, RecordFailedError, SessionqError
+from indexer.errors import (
+    BatchAbortedError,
+    RecordFailedError,
+    RecordRejectedError,
+    SessionqError,
+)
 from indexer.logs.reader import SessionLog
 from indexer.model.records import EventStreamRecord, record_session_id
 from indexer.store.checkpoint import Checkpoint
 from indexer.store.sqlite_tables import Savepoint, SqliteTables, TransactionLostError
 from indexer.store.tantivy import TantivyIndex
 from indexer.store.writer import Applied, StoreWriter
+
+log = logging.getLogger("sessionq.store")
 
 
 def _session_of(unit: EventStreamRecord | SessionLog) -> str:
@@ -57,19 +65,21 @@ class Store:
         )
         self.writer = StoreWriter(self.tables, self.index)
         self.checkpoint = Checkpoint(self.tables, self.index)
+        self._touched: set[str] = set()  # sessions the open batch changed
 
     def apply(self, unit: EventStreamRecord | SessionLog) -> Applied:
         """Apply one record (or one whole log read from a file) atomically; see the module
         docstring for the failure rule."""
-        self.tables.begin()
         mark = self.index.mark()
         try:
+            self.tables.begin()
             with Savepoint(self.tables, "record"):
                 if isinstance(unit, SessionLog):
-                    return self.writer.apply_log(unit)
-                return self.writer.apply(unit)
+                    applied = self.writer.apply_log(unit)
+                else:
+                    applied = self.writer.apply(unit)
         except TransactionLostError as exc:
-            self.checkpoint.abort()
+            self.abort()
             raise BatchAbortedError(f"the open batch was lost: {exc}") from exc
         except BaseException as exc:
             self.index.rollback_to(mark)
@@ -77,15 +87,38 @@ class Store:
                 raise
             if not isinstance(exc, SessionqError):
                 raise RecordFailedError(f"internal error: {type(exc).__name__}: {exc}") from exc
-            hold = getattr(exc, "hold", None)
-            if hold is not None:
-                self.tables.set_held(_session_of(unit), hold)
+            if isinstance(exc, RecordRejectedError) and exc.hold is not None:
+                self.tables.set_held(_session_of(unit), exc.hold)
             raise
+        if not applied.noop:
+            self._touched.add(applied.session_id)
+        return applied
 
     def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
-        self.checkpoint.commit(offsets)
+        """Make the batch durable (``indexer.store.checkpoint``). When only its Tantivy
+        step landed, the touched sessions' documents are rebuilt from the committed rows
+        before the error goes on, so a search never finds what the tables lost."""
+        touched, self._touched = self._touched, set()
+        try:
+            self.checkpoint.commit(offsets)
+        except BatchAbortedError as exc:
+            if exc.index_committed:
+                self._repair_index(touched)
+            raise
+
+    def _repair_index(self, session_ids: set[str]) -> None:
+        try:
+            self.writer.reindex(sorted(session_ids))
+            self.index.commit()
+        except Exception:
+            self.index.rollback()
+            log.exception(
+                "index repair of %d sessions failed; re-applying their records converges",
+                len(session_ids),
+            )
 
     def abort(self) -> None:
+        self._touched.clear()
         self.checkpoint.abort()
 
     def offsets(self) -> dict[tuple[str, int], int]:

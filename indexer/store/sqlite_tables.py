@@ -191,6 +191,17 @@ class SqliteTables:
                 out[r[1]] = EventRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7])
         return out
 
+    def indexed_events(self, session_id: str) -> list[EventRow]:
+        """Every event of a session that has an index document, in seq order."""
+        return [
+            EventRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7])
+            for r in self.conn.execute(
+                "SELECT session_id, seq, type, time, surface, replaced_by, indexed, raw"
+                " FROM events WHERE session_id = ? AND indexed = 1 ORDER BY seq",
+                (session_id,),
+            )
+        ]
+
     def mark_shadowed(self, session_id: str, seqs: Sequence[int], replaced_by: int) -> None:
         self.conn.executemany(
             "UPDATE events SET surface = 'shadowed', replaced_by = ?"

@@ -10,7 +10,7 @@ session *held* after a seq gap, travels on the error (``RecordRejectedError.hold
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -289,6 +289,27 @@ class StoreWriter:
         if docs:
             self.index.upsert(docs)
         return Applied("events", sid, events=len(new), documents=len(docs))
+
+    def reindex(self, session_ids: Iterable[str]) -> int:
+        """Stage each session's index documents anew from the committed rows (the repair
+        after a commit whose Tantivy step landed and whose SQLite step did not); a
+        session the tables do not hold loses its documents. Returns documents staged."""
+        staged = 0
+        for sid in session_ids:
+            self.index.delete_session(sid)
+            state = self.tables.session_state(sid)
+            if state is None:
+                continue
+            header = SessionHeader.model_validate_json(state.header_json)
+            docs = []
+            for row in self.tables.indexed_events(sid):
+                event = _decode(row.raw)
+                docs.append(
+                    self._doc(header, event, row.surface, extract_text(event.type, event.data))
+                )
+            self.index.upsert(docs)
+            staged += len(docs)
+        return staged
 
     @staticmethod
     def _doc(header: SessionHeader, event: SessionEvent, surface: str, text: str) -> IndexDoc:
