@@ -60,30 +60,42 @@ class LogWatcher:
     rejected: dict[str, str] = field(default_factory=dict)
     _files: dict[Path, _Tracked] = field(default_factory=dict)
     _keys: dict[str, str] = field(default_factory=dict)
+    # session id -> routing key: deletes to send on the next scan (rewound), and the
+    # deletes the last scan emitted (so a rewind can send them again)
+    _deletes: dict[str, str] = field(default_factory=dict)
+    _emitted_deletes: dict[str, str] = field(default_factory=dict)
 
     def scan(self) -> list[Emitted]:
         out: list[Emitted] = []
         present = set(discover(self.paths))
         for path in sorted(present):
             out.extend(self._scan_file(path))
+        deletes, self._deletes = self._deletes, {}
         for path in [p for p in self._files if p not in present]:
             tracked = self._files.pop(path)
             self.rejected.pop(str(path), None)
             if tracked.session_id is not None:
-                key = self._keys.pop(tracked.session_id, f"session:{tracked.session_id}")
-                out.append(
-                    Emitted(key, DeleteRecord(v=1, kind="delete", session_id=tracked.session_id))
-                )
+                sid = tracked.session_id
+                deletes[sid] = self._keys.pop(sid, f"session:{sid}")
+        self._emitted_deletes = deletes
+        out.extend(
+            Emitted(key, DeleteRecord(v=1, kind="delete", session_id=sid))
+            for sid, key in deletes.items()
+        )
         return out
 
     def rewind(self, session_ids: Iterable[str]) -> None:
-        """Emit these sessions again from their header on the next scan: what was emitted
-        for them was not applied (a failed record or a lost batch). The store drops what
-        it already holds (identical re-deliveries are no-ops)."""
+        """Emit these sessions again on the next scan: what was emitted for them was not
+        applied (a failed record or a lost batch). A log still present is read again
+        from its header (the store drops what it already holds: identical
+        re-deliveries are no-ops); a removed log's delete record is sent again."""
         wanted = set(session_ids)
         for tracked in self._files.values():
             if tracked.session_id in wanted:
                 tracked.signature, tracked.next_seq, tracked.resend_header = (-1, -1), 0, True
+        for sid, key in self._emitted_deletes.items():
+            if sid in wanted:
+                self._deletes[sid] = key
 
     def _scan_file(self, path: Path) -> list[Emitted]:
         tracked = self._files.setdefault(path, _Tracked())
