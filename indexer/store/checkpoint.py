@@ -2,19 +2,20 @@
 
 Order of a commit:
   1. the batch's records have been applied (``Store.apply``): their rows to the open
-     SQLite transaction, their index documents staged (delete-then-add by doc key);
-  2. the staged documents go to the Tantivy writer, and Tantivy commits;
+     SQLite transaction, their index documents to the Tantivy writer (delete-then-add
+     by doc key);
+  2. Tantivy commits;
   3. one SQLite transaction holding the rows *and* the consumed offsets commits.
 
-Documents reach the Tantivy writer only in step 2, so a record that fails in step 1
-drops its own documents by truncating the staging list. On any failure of steps 2-3
-the writer and the SQLite transaction are rolled back and ``BatchAbortedError`` is
-raised: the caller replays from its last committed position (the indexer seeks back to
-the stored offsets). A failure of step 3 after step 2 landed is repaired at once
-(``Store.commit`` rebuilds the batch's sessions' documents from the committed rows); a
-crash between 2 and 3 leaves Tantivy ahead of SQLite until the records are re-applied
-from the stored offsets, which is idempotent (upserts by key, deletes of what is already
-gone), so the store converges.
+A record's documents reach the Tantivy writer only once the whole record succeeded,
+so a record that fails drops its own documents by truncating the staging list. On any
+failure of steps 2-3 the writer and the SQLite transaction are rolled back and
+``BatchAbortedError`` is raised: the caller replays from its last committed position
+(the indexer seeks back to the stored offsets). A failure of step 3 after step 2 landed
+is repaired at once (``Store.commit`` rebuilds the batch's sessions' documents from the
+committed rows); a crash between 2 and 3 leaves Tantivy ahead of SQLite until the
+records are re-applied from the stored offsets, which is idempotent (upserts by key,
+deletes of what is already gone), so the store converges.
 """
 
 from __future__ import annotations

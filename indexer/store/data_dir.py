@@ -90,6 +90,13 @@ class Store:
             if isinstance(exc, RecordRejectedError) and exc.hold is not None:
                 self.tables.set_held(_session_of(unit), exc.hold)
             raise
+        try:
+            self.index.flush()
+        except Exception as exc:  # the writer failed: the batch cannot be trusted
+            self.abort()
+            raise BatchAbortedError(
+                f"index write failed: {type(exc).__name__}: {exc}"
+            ) from exc
         if not applied.noop:
             self._touched.add(applied.session_id)
         return applied

@@ -36,11 +36,12 @@ class TantivyIndex:
     Writes: ``upsert``/``delete_session`` build their documents at once (a document
     Tantivy refuses fails there, as ``IndexFailedError``) and stage them in order;
     ``mark``/``rollback_to`` drop what was staged after a mark (one record's writes,
-    ``Store.apply``); ``commit`` hands the staged operations to the writer, in order,
-    and makes them durable and visible (to this instance at once, to readers after
-    ``reload``); ``rollback`` discards everything staged since the last commit. The
-    writer is never a context manager: its ``__exit__`` commits even while an exception
-    propagates.
+    ``Store.apply``); ``flush`` hands the staged operations to the writer, in order,
+    once their record succeeded (the writer indexes them in its own threads meanwhile);
+    ``commit`` flushes and makes everything durable and visible (to this instance at
+    once, to readers after ``reload``); ``rollback`` discards everything since the last
+    commit. The writer is never a context manager: its ``__exit__`` commits even while
+    an exception propagates.
     """
 
     def __init__(
@@ -223,9 +224,9 @@ class TantivyIndex:
         """Drop every operation staged after ``mark`` (nothing has reached the writer)."""
         del self._staged[mark:]
 
-    def commit(self) -> None:
-        """Hand the staged operations to the writer in order, make them durable, then
-        visible to this instance's searches. On failure the caller rolls back."""
+    def flush(self) -> None:
+        """Hand the staged operations to the writer, in order (no longer undoable but by
+        ``rollback``). On failure the caller rolls back."""
         writer = self._require_writer()
         staged, self._staged = self._staged, []
         try:
@@ -233,7 +234,15 @@ class TantivyIndex:
                 writer.delete_documents_by_term(field, value)
                 if doc is not None:
                     writer.add_document(doc)
-            writer.commit()
+        except ValueError as exc:
+            raise IndexFailedError(f"index write failed: {exc}") from exc
+
+    def commit(self) -> None:
+        """Flush, make everything durable, then visible to this instance's searches. On
+        failure the caller rolls back."""
+        self.flush()
+        try:
+            self._require_writer().commit()
         except ValueError as exc:
             raise IndexFailedError(f"index commit failed: {exc}") from exc
         self._reload_index()
