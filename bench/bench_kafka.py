@@ -748,7 +748,6 @@ def echo_child(bootstrap: str) -> int:
     is the Kafka request/reply floor of this machine. Requests topic from
     ``SESSIONQ_REQUESTS_TOPIC``; stops on SIGTERM."""
     from indexer.metrics import Metrics
-    from indexer.settings import KafkaSettings
     from worker.cli.logs import configure_logging
     from worker.kafka.worker import Worker
     from worker.settings import WorkerSettings
@@ -756,11 +755,14 @@ def echo_child(bootstrap: str) -> int:
     configure_logging("text", "INFO")
 
     async def run() -> None:
-        settings = WorkerSettings(
-            data=Path("/nonexistent"),
-            kafka=KafkaSettings(bootstrap=bootstrap),
-            group=os.environ["BENCH_GROUP"],
-        )
+        # the requests topic comes from SESSIONQ_REQUESTS_TOPIC (the env merges into
+        # the nested Kafka settings given as a dict)
+        given: dict[str, Any] = {
+            "data": Path("/nonexistent"),
+            "kafka": {"bootstrap": bootstrap},
+            "group": os.environ["BENCH_GROUP"],
+        }
+        settings = WorkerSettings(**given)
         worker = Worker(settings, _NoopService(), metrics=Metrics("worker"))  # type: ignore[arg-type]
         worker.pipeline = _NoopPipeline()  # type: ignore[assignment]
         await worker.start()
