@@ -9,8 +9,8 @@ import orjson
 
 from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
 from indexer.model import SessionHeader
-from indexer.query.types import TitleObservation, TitleSnapshot
-from indexer.surface.titles import TitleMalformedError
+from indexer.query.types import TitleObservation
+from indexer.surface.titles import TitleMalformedError, TitleSnapshot
 
 
 def read_title_snapshots(

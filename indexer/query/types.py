@@ -7,10 +7,10 @@ filters it accepts and the event hit live one layer down, in ``indexer.model.sea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from indexer.model import SessionEvent, SessionHeader
 from indexer.model.search import EventHit, Surface
+from indexer.surface.titles import TitleSnapshot
 
 
 # ---- records and hits ------------------------------------------------------------------------
@@ -91,15 +91,6 @@ class EventWindow:
 
 
 # ---- titles (SPEC §4, §5.4) -------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class TitleSnapshot:
-    title: str
-    message_seqs: list[int]
-    source: dict[str, Any]
-    event_seq: int
-    updated_at: int
-
-
 @dataclass(frozen=True, slots=True)
 class TitleObservation:
     """One per unique requested id: fulfilled (``error is None``) or rejected."""

@@ -9,16 +9,27 @@ so it is its own error class here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from indexer.errors import SessionqError
 from indexer.model.event import SessionEvent
 from indexer.model.header import is_safe_int
-from indexer.query.types import TitleSnapshot
 
-__all__ = ["TITLE_EVENT_TYPE", "TitleMalformedError", "fold_title"]
+__all__ = ["TITLE_EVENT_TYPE", "TitleMalformedError", "TitleSnapshot", "fold_title"]
 
 TITLE_EVENT_TYPE = "session/title"
+
+
+@dataclass(frozen=True, slots=True)
+class TitleSnapshot:
+    """A session's title as the title fold left it (SPEC §4)."""
+
+    title: str
+    message_seqs: list[int]
+    source: dict[str, Any]
+    event_seq: int
+    updated_at: int
 
 
 class TitleMalformedError(SessionqError):

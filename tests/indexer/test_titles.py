@@ -8,8 +8,7 @@ import pytest
 
 from indexer.errors import SessionqError
 from indexer.model import SessionEvent
-from indexer.query.types import TitleSnapshot
-from indexer.surface.titles import TitleMalformedError, fold_title
+from indexer.surface.titles import TitleMalformedError, TitleSnapshot, fold_title
 
 
 def title_event(data: Any, seq: int = 7, time: int = 1234) -> SessionEvent:

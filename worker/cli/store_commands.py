@@ -164,7 +164,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_manifest(args: argparse.Namespace) -> int:
-    from worker.contract.manifest import manifest_json
+    from worker.manifest import manifest_json
 
     settings = settings_from(ManifestSettings, args)
     sys.stdout.write(manifest_json(settings.tools) + "\n")

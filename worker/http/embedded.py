@@ -30,9 +30,9 @@ from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
 from indexer.store.data_dir import Store
 from worker.contract.envelopes import HttpCall, first_validation_error, reply_for
-from worker.contract.manifest import manifest
 from worker.http.ops import ops_routes
 from worker.limits import ToolLimits
+from worker.manifest import manifest
 from worker.pipeline import Pipeline, ToolCall
 from worker.tools.registry import TOOLS
 
