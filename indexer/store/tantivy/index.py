@@ -259,6 +259,15 @@ class TantivyIndex:
         return 0 if searcher is None else int(searcher.num_docs)
 
     # ---- search ----------------------------------------------------------------------------------
+    def _prepare(self, query: str, limit: int) -> tuple[tantivy.Searcher | None, list[str]]:
+        """The snapshot to search and the query's tokens; no searcher when nothing can
+        match (no index yet, or a query without tokens). A zero limit would panic."""
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        tokens = analyze(query)
+        searcher = self._searcher() if tokens else None
+        return searcher, tokens
+
     def search_sessions(
         self,
         query: str,
@@ -278,11 +287,8 @@ class TantivyIndex:
         Returns at most ``limit`` hits and whether another qualifying session exists:
         ``ranking.rank_sessions`` settles ``limit + 1`` sessions over one snapshot.
         """
-        if limit < 1:
-            raise ValueError("limit must be positive")
-        searcher = self._searcher()
-        tokens = analyze(query)
-        if searcher is None or not tokens:
+        searcher, tokens = self._prepare(query, limit)
+        if searcher is None:
             return [], False
         try:
             base = base_clauses(
@@ -308,11 +314,8 @@ class TantivyIndex:
     ) -> tuple[list[EventHit], bool]:
         """One session's documents by score desc, time desc, seq desc
         (``ranking.rank_events``)."""
-        if limit < 1:
-            raise ValueError("limit must be positive")
-        searcher = self._searcher()
-        tokens = analyze(query)
-        if searcher is None or not tokens:
+        searcher, tokens = self._prepare(query, limit)
+        if searcher is None:
             return [], False
         try:
             only = [IdFilter((session_id,))]
