@@ -40,6 +40,10 @@ class ServeSettings(ServiceSettings):
     tools: ToolLimits = Field(default_factory=ToolLimits)
     listen: str = Field(default="127.0.0.1:8765", description="HTTP HOST:PORT")
     poll_ms: int = Field(default=200, ge=1, description="how often the logs are re-scanned")
+    token_file: Path | None = Field(
+        default=None,
+        description="file holding the bearer token the HTTP API requires (needed beyond loopback)",
+    )
 
 
 class CallSettings(RoleSettings):

@@ -1,6 +1,7 @@
 """The web console in a real headless Chromium, driven over the DevTools protocol: status
-fills in, the caller list loads, a tool call shows the model-visible text, an error shows
-``Error: <message>`` with its code, and a screenshot is a PNG."""
+fills in, the caller (from the URL) lists its workspace, a tool call shows the
+model-visible text, an error shows ``Error: <message>`` with its code, and a screenshot
+is a PNG."""
 
 from __future__ import annotations
 
@@ -155,7 +156,8 @@ async def test_console_playground_in_chromium(served: Served, tmp_path: Path) ->
     idem = demo.find("pay-idempotency")
     foreign = demo.find("shop-flaky-parser")
     started = time.monotonic()
-    async with chromium(f"{served.base}/", tmp_path / "profile") as page:
+    workspace = [s for s in demo.sessions if s.cwd == caller.cwd]
+    async with chromium(f"{served.base}/?caller={caller.id}", tmp_path / "profile") as page:
         await wait_js(
             page,
             "document.readyState === 'complete' && !!document.getElementById('output')",
@@ -166,14 +168,16 @@ async def test_console_playground_in_chromium(served: Served, tmp_path: Path) ->
         assert await page.js("document.getElementById('status-sessions').textContent") == str(
             len(demo.sessions)
         )
-        # Caller list: filled from /v1/sessions with title and cwd.
+        # Caller list: the caller from the URL, its workspace from /v1/sessions?caller=.
+        assert await page.js("document.getElementById('caller').value") == caller.id
         loaded = await wait_js(
             page, "Number(document.getElementById('caller').dataset.loaded || 0) || null", "callers"
         )
-        assert loaded == len(demo.sessions)
+        assert loaded == len(workspace)
         labels: list[str] = await page.js(
-            "[...document.querySelectorAll('#caller option')].map(o => o.textContent)"
+            "[...document.querySelectorAll('#caller-options option')].map(o => o.textContent)"
         )
+        assert foreign.id[:8] not in " ".join(labels)
         idem_label = f"修复支付回调的幂等性问题 — /home/dev/payments-api · {idem.id[:8]}"
         assert idem_label in labels
         assert await page.js("document.querySelector('label[for=caller]').textContent")

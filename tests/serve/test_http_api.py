@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
@@ -195,8 +196,10 @@ async def test_status_sessions_and_console(served: Served) -> None:
     assert status["rejected_files"] == {}
     assert {"last_applied_at", "lag"} <= status.keys()
 
-    sessions = await served.get_json("/v1/sessions")
-    assert {s["id"] for s in sessions} == {s.id for s in demo.sessions}
+    payments = ids(demo)["payments"]
+    sessions = await served.get_json(f"/v1/sessions?caller={quote(payments)}")
+    workspace = {s.id for s in demo.sessions if s.cwd == "/home/dev/payments-api"}
+    assert {s["id"] for s in sessions} == workspace
     child = next(s for s in sessions if s["id"] == ids(demo)["child"])
     assert child["parent"] == ids(demo)["idem"]
     assert child["cwd"] == "/home/dev/payments-api"

@@ -7,6 +7,7 @@ import json
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from indexer.logs.reader import read_log
 from worker.devtools.demo_corpus import DemoSession, encode_segment, project_key
@@ -80,7 +81,7 @@ async def test_a_new_session_log_appears_within_a_second(served: Served) -> None
     append(path, user_event(0, "Tune the okapi sampler for the nightly feature build"))
 
     async def listed() -> bool:
-        sessions = await served.get_json("/v1/sessions")
+        sessions = await served.get_json(f"/v1/sessions?caller={quote(caller.id)}")
         return any(s["id"] == sid for s in sessions)
 
     await eventually(listed, timeout=SECOND, what="new session listed")
@@ -104,7 +105,7 @@ async def test_a_deleted_log_takes_its_session_away(served: Served) -> None:
     reply = await served.call(call_body("session_trace", {"session_id": target.id}, caller.id))
     assert reply["ok"] is False
     assert reply["error"]["code"] == "SESSION_QUERY_TOOL_UNAUTHORIZED"
-    sessions = await served.get_json("/v1/sessions")
+    sessions = await served.get_json(f"/v1/sessions?caller={quote(caller.id)}")
     assert target.id not in {s["id"] for s in sessions}
 
 

@@ -133,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     _data(p)
     setting(p, "--listen", help="HTTP HOST:PORT")
     setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")
+    setting(p, "--token-file", type=Path, help="file holding the HTTP API's bearer token")
     _tool_limits(p)
     _logs(p)
     p.set_defaults(handler=cmd_serve)

@@ -7,9 +7,33 @@ import asyncio
 import contextlib
 import sys
 
-from worker.cli.options import EXIT_OK, settings_from
+from worker.cli.options import EXIT_OK, fail, settings_from
 from worker.cli.runtime import on_terminate, setup_logging
 from worker.settings import ServeSettings
+
+
+def _token(settings: ServeSettings) -> str | None:
+    """The bearer token, checked before binding: beyond loopback one is required; an
+    unreadable or empty token file exits 2 (the message names the file, never the token)."""
+    from worker.http.auth import TokenFileError, is_loopback, load_token
+    from worker.http.ops import parse_listen
+
+    try:
+        host, _ = parse_listen(settings.listen)
+    except ValueError as exc:
+        fail("serve", f"--listen / SESSIONQ_LISTEN: {exc}")
+    if settings.token_file is None:
+        if not is_loopback(host):
+            fail(
+                "serve",
+                f"--listen {settings.listen} is not a loopback address: give --token-file /"
+                " SESSIONQ_TOKEN_FILE (a file holding the bearer token) or listen on 127.0.0.1",
+            )
+        return None
+    try:
+        return load_token(settings.token_file)
+    except TokenFileError as exc:
+        fail("serve", f"--token-file / SESSIONQ_TOKEN_FILE: {exc}")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -17,10 +41,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from worker.http.ops import start_server
 
     settings = settings_from(ServeSettings, args)
+    token = _token(settings)
     setup_logging(settings)
 
     async def main() -> None:
-        embedded = Embedded(settings.sessions, settings.data, limits=settings.tools)
+        embedded = Embedded(settings.sessions, settings.data, limits=settings.tools, token=token)
         runner, port = await start_server(embedded.app(), settings.listen)
         host = settings.listen.rpartition(":")[0].strip("[]")
         base = f"http://{host}:{port}"

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -26,17 +26,34 @@ from indexer.errors import BatchAbortedError, RecordRejectedError, SessionqError
 from indexer.logs.watch import Emitted, LogWatcher
 from indexer.metrics import Metrics
 from indexer.model.records import record_session_id
+from indexer.model.search import CwdFilter
 from indexer.query.service import StoreQueryService
+from indexer.query.types import SessionRecord
 from indexer.stats import store_stats
 from indexer.store.data_dir import Store
+from worker.contract import boundary
+from worker.contract.deadline import CancelToken
 from worker.contract.envelopes import HttpCall, first_validation_error, reply_for
+from worker.contract.errors import SESSION_NOT_FOUND, HarnessError
+from worker.http.auth import OPEN_PATHS, bearer, token_matches
 from worker.http.ops import ops_routes
 from worker.limits import ToolLimits
 from worker.manifest import manifest
 from worker.pipeline import Pipeline, ToolCall
+from worker.tools.access import (
+    Caller,
+    ResolvedCaller,
+    header_authorized,
+    record_authorized,
+    resolve_caller,
+)
 from worker.tools.registry import TOOLS
 
 log = logging.getLogger("sessionq.serve")
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_LISTED_SESSIONS = 500
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _sessions(items: Sequence[Emitted]) -> set[str]:
@@ -64,8 +81,10 @@ class Embedded:
         *,
         limits: ToolLimits | None = None,
         metrics: Metrics | None = None,
+        token: str | None = None,
     ) -> None:
         self.data = data
+        self._token = token
         self.metrics = metrics if metrics is not None else Metrics("serve")
         self.store = Store(data)
         self.watcher = LogWatcher(list(sessions))
@@ -162,7 +181,7 @@ class Embedded:
 
     # ---- HTTP ---------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=4 * 1024 * 1024)
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._guard])
         app.add_routes(ops_routes(self.metrics, self.ready))
         app.add_routes(
             [
@@ -178,6 +197,30 @@ class Embedded:
     @staticmethod
     def _bad(status: int, code: str, message: str) -> web.Response:
         return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+    def _authorized(self, request: web.Request) -> bool:
+        """With a token: every path but the probes needs ``Authorization: Bearer``; the
+        console page ``/`` also takes ``?token=`` (a browser cannot send the header when
+        the page is opened; the page moves it into sessionStorage and off the URL)."""
+        token = self._token
+        if token is None or request.path in OPEN_PATHS:
+            return True
+        if token_matches(bearer(request.headers.get("Authorization")), token):
+            return True
+        return request.path == "/" and token_matches(request.query.get("token"), token)
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not self._authorized(request):
+            response = self._bad(401, "UNAUTHENTICATED", "a valid bearer token is required")
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
+        try:
+            return await handler(request)
+        except web.HTTPRequestEntityTooLarge:
+            return self._bad(
+                413, "PAYLOAD_TOO_LARGE", f"request body exceeds {MAX_BODY_BYTES} bytes"
+            )
 
     async def _call_view(self, request: web.Request) -> web.Response:
         received_ms = time.time() * 1000
@@ -228,13 +271,55 @@ class Embedded:
             }
         )
 
-    async def _sessions_view(self, _: web.Request) -> web.Response:
-        records = (await asyncio.to_thread(self.service.filter_sessions, []))[:500]
+    @staticmethod
+    def _caller_of(request: web.Request) -> Caller | web.Response:
+        session_id = request.query.get("caller", "")
+        if not session_id:
+            return Embedded._bad(
+                400, "BAD_REQUEST", "caller is required: /v1/sessions?caller=<session id>"
+            )
+        step_text = request.query.get("step_seq")
+        if step_text is None or step_text == "":
+            return Caller(session_id)
+        if not step_text.isdigit():
+            return Embedded._bad(400, "BAD_REQUEST", "step_seq must be a non-negative integer")
+        return Caller(session_id, int(step_text))
+
+    async def _visible_sessions(self, caller: ResolvedCaller) -> list[SessionRecord]:
+        """The sessions the caller may see: the tools' workspace rule (same ``cwd``; a
+        caller without one sees only itself)."""
+        token = CancelToken()
+        cwd = caller.header.cwd
+        if cwd is None:
+            own = await boundary.call(
+                token, "caller session listing", lambda: self.service.get_session(caller.id)
+            )
+            records = [] if own is None else [own]
+        else:
+            records = await boundary.call(
+                token,
+                "workspace session listing",
+                lambda: self.service.filter_sessions([CwdFilter((cwd,))]),
+            )
+        return [r for r in records if record_authorized(r, caller)][:MAX_LISTED_SESSIONS]
+
+    async def _sessions_view(self, request: web.Request) -> web.Response:
+        caller = self._caller_of(request)
+        if isinstance(caller, web.Response):
+            return caller
+        try:
+            resolved = await resolve_caller(self.service, caller, CancelToken())
+            records = await self._visible_sessions(resolved)
+        except HarnessError as exc:
+            status = 404 if exc.code == SESSION_NOT_FOUND else 500
+            return self._bad(status, exc.code, exc.message)
         titles = await asyncio.to_thread(
             self.service.read_title_snapshots, [r.header.id for r in records]
         )
         title_of: dict[str, Any] = {
-            t.session_id: t.title.title if t.title else None for t in titles
+            t.session_id: t.title.title if t.title else None
+            for t in titles
+            if t.header is not None and header_authorized(t.header, resolved)
         }
         return web.json_response(
             [

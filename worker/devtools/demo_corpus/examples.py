@@ -1,11 +1,13 @@
 """Ready-to-paste example calls: for a demo root from its summary (real ids, known
-answers), for any other root from ``GET /v1/sessions`` (best effort)."""
+answers), for any other root from ``GET /v1/sessions?caller=`` with the newest local log's
+session as the caller (best effort)."""
 
 from __future__ import annotations
 
 import json
 import re
 import shlex
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,10 +80,24 @@ def example_curls(summary: DemoSummary, base_url: str) -> list[str]:
     return [f"# {c.label}\n{c.curl(base_url)}" for c in example_calls(summary)]
 
 
-def _generic_examples(base_url: str) -> list[ExampleCall]:
-    """Calls for a real root, built from ``GET /v1/sessions`` (best effort)."""
+def _newest_local_session(paths: Sequence[str | Path]) -> str | None:
+    """The session id the most recently modified log under ``paths`` implies."""
+    from indexer.logs.roots import discover, implied_session_id
+
+    logs = [(log.stat().st_mtime, implied_session_id(log)) for log in discover(paths)]
+    known = [(mtime, sid) for mtime, sid in logs if sid is not None]
+    return max(known)[1] if known else None
+
+
+def _generic_examples(base_url: str, paths: Sequence[str | Path]) -> list[ExampleCall]:
+    """Calls for a real root, built from ``GET /v1/sessions?caller=`` (best effort): the
+    API lists only the caller's workspace, so the newest local log is the caller."""
+    caller = _newest_local_session(paths)
+    if caller is None:
+        return []
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(f"{base_url.rstrip('/')}/v1/sessions", timeout=10) as resp:
+    url = f"{base_url.rstrip('/')}/v1/sessions?caller={urllib.parse.quote(caller, safe='')}"
+    with opener.open(url, timeout=10) as resp:
         sessions: list[dict[str, Any]] = json.loads(resp.read())
     with_cwd = [s for s in sessions if s.get("cwd")]
     if not with_cwd:
@@ -117,15 +133,21 @@ def _generic_examples(base_url: str) -> list[ExampleCall]:
 def print_examples(base_url: str, paths: Sequence[str | Path] = ()) -> None:
     """Print the console URL and example curl calls for the served ``paths``."""
     base_url = base_url.rstrip("/")
-    print(f"sessionq console: {base_url}/")
     calls: list[ExampleCall] = []
+    problem = None
     if len(paths) == 1 and (Path(paths[0]) / SUMMARY_FILE).is_file():
         calls = example_calls(load_summary(Path(paths[0])))
     else:
         try:
-            calls = _generic_examples(base_url)
+            calls = _generic_examples(base_url, paths)
         except (OSError, ValueError) as exc:
-            print(f"(no example calls: {exc})")
+            problem = f"(no example calls: {exc})"
+    # The console lists only the caller's workspace: open it with the examples' caller.
+    caller = calls[0].body["caller"]["session_id"] if calls else None
+    query = f"?caller={urllib.parse.quote(caller, safe='')}" if caller else ""
+    print(f"sessionq console: {base_url}/{query}")
+    if problem:
+        print(problem)
     if calls:
         print("Example calls (paste into another terminal):")
         for c in calls:
