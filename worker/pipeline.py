@@ -28,6 +28,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
 from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
 from worker.contract import boundary
@@ -40,7 +42,15 @@ from worker.limits import ToolLimits
 from worker.tools.access import Caller, resolve_caller
 from worker.tools.registry import TOOLS, Tool, ToolContext, lookup, parse_arguments
 
-EARLY_CANCELS: Final = 10_000
+CANCEL_REASON_MAX_BYTES: Final = 1024
+"""A cancel reason is kept (and echoed in the reply) only up to this many bytes of JSON."""
+OVERSIZED_REASON: Final = "[cancel reason omitted: over 1024 bytes of JSON]"
+"""What a non-string reason over ``CANCEL_REASON_MAX_BYTES`` (or one that is not JSON)
+becomes."""
+EARLY_CANCELS: Final = 1_000
+"""At most this many cancels whose request has not arrived (yet) are remembered..."""
+EARLY_CANCEL_BYTES: Final = 1024 * 1024
+"""...and at most this many bytes of them (ids as UTF-8, reasons as JSON); oldest go first."""
 RYW_POLL_S: Final = 0.01
 _PASSTHROUGH: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 
@@ -97,6 +107,72 @@ def deadline_for(
     return Deadline.after(budget, start=time.monotonic() - age_s)
 
 
+def bounded_reason(reason: Any) -> Any:
+    """A cancel reason as the pipeline keeps and echoes it: unchanged (the same object)
+    when its JSON is at most ``CANCEL_REASON_MAX_BYTES``; a longer string is cut to its
+    longest prefix that, followed by ``…``, fits in that many bytes of JSON; any other
+    reason over the limit, or one that is not JSON at all, becomes ``OVERSIZED_REASON``
+    (so it no longer carries a ``code``/``message``: the reply says ``TOOL_CANCELLED``)."""
+    size = _json_size(reason)
+    if size is not None and size <= CANCEL_REASON_MAX_BYTES:
+        return reason
+    if size is None or not isinstance(reason, str):
+        return OVERSIZED_REASON
+    lo, hi = 0, min(len(reason), CANCEL_REASON_MAX_BYTES)  # a character is >= 1 byte
+    while lo < hi:  # the JSON size of a prefix grows with its length
+        mid = (lo + hi + 1) // 2
+        cut = _json_size(reason[:mid] + "…")
+        if cut is not None and cut <= CANCEL_REASON_MAX_BYTES:
+            lo = mid
+        else:
+            hi = mid - 1
+    return reason[:lo] + "…"
+
+
+def _json_size(value: Any) -> int | None:
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
+class EarlyCancels:
+    """Cancels that overtook their request, bounded by count (``EARLY_CANCELS``) and by
+    size (``EARLY_CANCEL_BYTES``: an entry weighs its id's UTF-8 bytes plus its reason's
+    JSON bytes); the oldest are evicted first. Reasons must be bounded already."""
+
+    def __init__(self, max_entries: int = EARLY_CANCELS, max_bytes: int = EARLY_CANCEL_BYTES):
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, request_id: str, reason: Any) -> None:
+        """Remember (or renew, as the newest) the cancel of ``request_id``."""
+        if request_id in self._entries:
+            self.pop(request_id)
+        size = len(request_id.encode("utf-8", "surrogatepass")) + (_json_size(reason) or 0)
+        self._entries[request_id] = (reason, size)
+        self.bytes += size
+        while self._entries and (
+            len(self._entries) > self.max_entries or self.bytes > self.max_bytes
+        ):
+            _, (_, evicted) = self._entries.popitem(last=False)
+            self.bytes -= evicted
+
+    def pop(self, request_id: str) -> Any:
+        """The remembered reason, forgotten (``KeyError`` when there is none)."""
+        reason, size = self._entries.pop(request_id)
+        self.bytes -= size
+        return reason
+
+
 class Pipeline:
     """The five session-query tools over one ``QueryService``, behind one entry point."""
 
@@ -117,18 +193,28 @@ class Pipeline:
         self.wait_for_caller = wait_for_caller
         self.gates = ExecutionGates()
         self._context = ToolContext(service, self.limits.max_search_results)
-        self._tokens: dict[str, CancelToken] = {}
-        self._early_cancels: OrderedDict[str, Any] = OrderedDict()
+        self._tokens: dict[str, list[CancelToken]] = {}  # every in-flight copy of an id
+        self._early_cancels = EarlyCancels()
 
     def cancel(self, request_id: str, reason: Any) -> None:
-        """Abort an in-flight call; a cancel that overtakes its request is remembered."""
-        token = self._tokens.get(request_id)
-        if token is not None:
-            token.cancel(reason)
+        """Abort every in-flight call with this id (a redelivered request may run twice);
+        a cancel that overtakes its request is remembered (``EarlyCancels``, bounded).
+        The reason is bounded first (``bounded_reason``): that is what replies echo."""
+        reason = bounded_reason(reason)
+        tokens = self._tokens.get(request_id)
+        if tokens:
+            for token in tokens:
+                token.cancel(reason)
             return
-        self._early_cancels[request_id] = reason
-        while len(self._early_cancels) > EARLY_CANCELS:
-            self._early_cancels.popitem(last=False)
+        self._early_cancels.add(request_id, reason)
+
+    def _untrack(self, request_id: str, token: CancelToken) -> None:
+        """Forget exactly this in-flight copy of ``request_id``."""
+        tokens = [t for t in self._tokens.get(request_id, ()) if t is not token]
+        if tokens:
+            self._tokens[request_id] = tokens
+        else:
+            self._tokens.pop(request_id, None)
 
     async def answer(
         self, call: ToolCall, *, token: CancelToken | None = None, deadline: Deadline | None = None
@@ -150,12 +236,12 @@ class Pipeline:
                 self.metrics.deadline_sheds.inc()
             reply = ToolReply(error=aborted, cancel_reason=call_token.reason)
         else:
-            self._tokens[call.id] = call_token
+            self._tokens.setdefault(call.id, []).append(call_token)
             self._count_in_flight(+1)
             try:
                 reply = await self._run(call, call_token)
             finally:
-                self._tokens.pop(call.id, None)
+                self._untrack(call.id, call_token)
                 self._count_in_flight(-1)
         self._observe(tool, reply, started)
         return reply

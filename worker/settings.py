@@ -10,6 +10,8 @@ from pydantic import Field
 from indexer.settings import KafkaSettings, RoleSettings, ServiceSettings
 from worker.limits import ToolLimits
 
+REPLY_TOPIC_PATTERNS = ("sessionq.replies", "sessionq.replies.*")  # the worker's default
+
 
 class WorkerSettings(ServiceSettings):
     """The worker role: answer tool calls from the requests topic over one data dir."""
@@ -21,6 +23,14 @@ class WorkerSettings(ServiceSettings):
     tools: ToolLimits = Field(default_factory=ToolLimits)
     group: str = Field(default="sessionq-workers", min_length=1, description="consumer group id")
     max_in_flight: int = Field(default=64, ge=1, description="concurrent calls per process")
+    reply_topics: list[str] = Field(
+        default_factory=lambda: list(REPLY_TOPIC_PATTERNS),
+        description=(
+            "fnmatch patterns a request's reply_to must match unless it is the replies "
+            "topic (else the request is dead-lettered); "
+            "the env value separates them with os.pathsep (':'), which no topic name contains"
+        ),
+    )
     wait_for_index: bool = Field(
         default=False, description="join the group only after this data dir's indexer caught up"
     )

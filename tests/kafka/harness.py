@@ -236,13 +236,25 @@ async def running_indexer(
 
 @contextlib.asynccontextmanager
 async def running_worker(
-    data_dir: Path, kafka: KafkaSettings, group: str, *, max_in_flight: int = 64
+    data_dir: Path,
+    kafka: KafkaSettings,
+    group: str,
+    *,
+    max_in_flight: int = 64,
+    reply_topics: Sequence[str] | None = None,
 ) -> AsyncIterator[Worker]:
     """A ``Worker`` serving in a background task over ``data_dir`` (which must hold a store
-    already); stopped on exit."""
+    already); stopped on exit. Its replies may go to the test's replies topic and, like
+    the product default, to ``<replies topic>.*`` unless ``reply_topics`` says otherwise."""
     service = StoreQueryService(data_dir)
+    if reply_topics is None:
+        reply_topics = [kafka.replies_topic, f"{kafka.replies_topic}.*"]
     settings = WorkerSettings(
-        data=data_dir, kafka=kafka, group=group, max_in_flight=max_in_flight
+        data=data_dir,
+        kafka=kafka,
+        group=group,
+        max_in_flight=max_in_flight,
+        reply_topics=list(reply_topics),
     )
     worker = Worker(settings, service)
     await worker.start()

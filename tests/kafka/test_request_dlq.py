@@ -143,7 +143,7 @@ async def test_request_whose_reply_topic_does_not_exist_is_dead_lettered_not_stu
     """A reply that can never be delivered must not pin the partition's committed offset
     (every later request would be answered again after each restart or rebalance)."""
     topics = stack.topics
-    missing = unique_name("never-created")
+    missing = f"{topics.replies}.{unique_name('never-created')}"  # allowed, but not there
     stuck = request_record("stuck", missing, "session_trace", {}, session_id="sess-c")
     meta = await stack.producer.send_json(topics.requests, stuck, key=WS)
     good = request_record("after", topics.replies, "session_trace", {}, session_id="sess-c")

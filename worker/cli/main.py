@@ -106,6 +106,13 @@ def _kafka_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     setting(p, "--group", help="consumer group")
     setting(
         p,
+        "--reply-topics",
+        nargs="+",
+        metavar="PATTERN",
+        help="fnmatch patterns a request's reply_to must match (besides the replies topic)",
+    )
+    setting(
+        p,
         "--wait-for-index",
         action=argparse.BooleanOptionalAction,
         help="join the group only after this data dir's indexer caught up once",

@@ -44,7 +44,7 @@ class ToolRequest(_Envelope):
 
 
 class CancelRequest(_Envelope):
-    """Abort an in-flight request; ``reason`` is echoed back unchanged."""
+    """Abort an in-flight request; ``reason`` is echoed back, bounded (``bounded_reason``)."""
 
     kind: Literal["cancel"]
     id: str = Field(min_length=1)

@@ -6,6 +6,9 @@ pipeline (``worker.pipeline``: deadline -> wait -> arguments -> caller -> author
 ``reply_to`` with key = request id and a ``correlation_id`` header. A request offset is
 committed only after its reply (or dead letter) is acknowledged: delivery is at-least-
 once, so a host may see a reply twice after a rebalance and drops duplicates by id.
+
+Replies go only to allowed topics (``reply_topic_refusal``): a request whose ``reply_to``
+is refused is dead-lettered (``SESSIONQ_REPLY_TOPIC_REFUSED``) before any work is done.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
+from fnmatch import fnmatchcase
 
-from indexer.errors import UndeliverableError
+from indexer.errors import REPLY_TOPIC_REFUSED, UndeliverableError
 from indexer.kafka.client import InRecord
 from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.kafka.group import GroupSource, Producer
@@ -40,6 +45,29 @@ from worker.settings import WorkerSettings
 log = logging.getLogger("sessionq.worker")
 LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
 MAX_REPLY_BYTES = 7 * 1024 * 1024  # under the replies topic's 8 MiB max.message.bytes
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # what Kafka accepts as a topic name
+
+
+def reply_topic_refusal(topic: str, settings: WorkerSettings) -> str | None:
+    """Why no reply may be produced to ``topic`` (None: it may).
+
+    Allowed: the configured replies topic and any topic matching one of
+    ``settings.reply_topics`` (``fnmatch`` patterns, case-sensitive). Refused whatever
+    the patterns say: names Kafka would not accept, internal topics (``__`` prefix, e.g.
+    ``__consumer_offsets``) and sessionq's own events, requests and dead-letter topics.
+    """
+    kafka = settings.kafka
+    shown = topic if len(topic) <= 256 else f"{topic[:256]}..."
+    refused = f"reply_to {shown!r} refused"
+    if not _TOPIC_NAME.fullmatch(topic):
+        return f"{refused}: not a valid topic name"
+    if topic.startswith("__"):
+        return f"{refused}: an internal topic"
+    if topic in (kafka.events_topic, kafka.requests_topic, kafka.dlq_topic):
+        return f"{refused}: a sessionq topic that takes no replies"
+    if topic == kafka.replies_topic or any(fnmatchcase(topic, p) for p in settings.reply_topics):
+        return None
+    return f"{refused}: it matches no allowed reply topic (reply_topics)"
 
 
 class Worker:
@@ -184,6 +212,11 @@ class Worker:
     ) -> None:
         """One decoded record to its one outcome (cancels never get here: ``run``
         applies them at once)."""
+        if isinstance(decoded, (InvalidRequestError, ToolRequest)):
+            refusal = reply_topic_refusal(decoded.reply_to, self.settings)
+            if refusal is not None:  # checked before any work: nothing goes to that topic
+                await self._dead_letter(record, refusal, REPLY_TOPIC_REFUSED)
+                return
         if isinstance(decoded, InvalidRequestError):
             reply = error_reply(decoded.request_id, decoded.code, decoded.reason)
             await self._reply(decoded.reply_to, reply)

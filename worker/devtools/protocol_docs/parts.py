@@ -130,6 +130,7 @@ DEAD_LETTER: Final[Schema] = {
                 "SESSION_QUERY_INVALID_SURFACE",
                 "SESSIONQ_INVALID_REQUEST",
                 "SESSIONQ_REPLY_FAILED",
+                "SESSIONQ_REPLY_TOPIC_REFUSED",
                 "SESSIONQ_INTERNAL",
             ],
         },
@@ -211,8 +212,9 @@ FIELD_DOCS: Final[dict[str, dict[str, str]]] = {
     "CancelRequest": {
         "id": "id of the request to abort",
         "reason": (
-            "echoed unchanged in the reply; an object with string code and message "
-            "becomes the reply's error, anything else TOOL_CANCELLED"
+            "echoed in the reply, unchanged up to 1024 bytes of JSON (a longer string "
+            "keeps a prefix, anything else longer becomes a fixed marker); an object with "
+            "string code and message becomes the reply's error, anything else TOOL_CANCELLED"
         ),
     },
     "Reply": {
@@ -220,7 +222,7 @@ FIELD_DOCS: Final[dict[str, dict[str, str]]] = {
         "ok": "true: text holds the tool output; false: error holds code and message",
         "text": "the tool output (ok replies)",
         "error": "closed-set code and model-visible message (error replies)",
-        "reason": "a cancelled call's cancel reason, unchanged",
+        "reason": "a cancelled call's cancel reason (bounded to 1024 bytes of JSON)",
     },
     "ReplyError": {
         "code": "INVALID_ARGS, TOOL_TIMEOUT, TOOL_CANCELLED, SESSION_QUERY_* (SPEC §9.11)",
