@@ -193,8 +193,12 @@ class Broker:
 
 async def create_topics(bootstrap: str, names: Sequence[str], partitions: int = PARTITIONS) -> None:
     from indexer.kafka.group import create_topics as _create
+    from indexer.settings import KafkaSettings
 
-    await _create(bootstrap, [(n, partitions, {"max.message.bytes": "8388608"}) for n in names])
+    await _create(
+        KafkaSettings(bootstrap=bootstrap),
+        [(n, partitions, {"max.message.bytes": "8388608"}) for n in names],
+    )
 
 
 async def ensure_std_topics(bootstrap: str) -> dict[str, str]:
@@ -566,6 +570,7 @@ def _metrics_port(log_path: Path) -> int | None:
 async def requests_phase(
     args: argparse.Namespace, broker: Broker, procs: Procs, tmp: Path
 ) -> dict[str, Any]:
+    from indexer.settings import KafkaSettings
     from worker.kafka.client import SessionqClient
 
     slice_info = prepare_slice(args.corpus, args.request_data, args.slice_sessions)
@@ -627,7 +632,9 @@ async def requests_phase(
             ports = [_metrics_port(lp) for lp in logs]
             cfg["assignment"] = [_assigned(lp) for lp in logs]
             log(f"{label}: {n_workers} worker(s) assigned {cfg['assignment']}")
-            async with SessionqClient(broker.bootstrap, requests_topic=topic) as client:
+            async with SessionqClient(
+                KafkaSettings(bootstrap=broker.bootstrap), requests_topic=topic
+            ) as client:
                 # warm-up: page cache, Tantivy readers, connections, the group's fetch path
                 await open_loop(client, wl, 50, args.warmup_seconds, args.timeout_ms)
                 for rate in args.rates:
@@ -800,6 +807,7 @@ async def freshness_phase(
 
     from indexer.kafka.client import Producer
     from indexer.query.service import StoreQueryService
+    from indexer.settings import KafkaSettings
 
     topic = f"bench.events.fresh.{uuid.uuid4().hex[:6]}"
     await create_topics(broker.bootstrap, [topic])
@@ -819,7 +827,7 @@ async def freshness_phase(
         log_path=tmp / "indexer-fresh.log",
         env=env,
     )
-    producer = Producer(broker.bootstrap, client_id="bench-fresh")
+    producer = Producer(KafkaSettings(bootstrap=broker.bootstrap), client_id="bench-fresh")
     await producer.start()
     sid = str(uuid.uuid4())
     cwd = "/home/dev/fresh"

@@ -108,6 +108,13 @@ class UndeliverableError(SessionqError):
     code = REPLY_FAILED
 
 
+class KafkaAccessError(SessionqError):
+    """The broker cannot be used as configured: unreachable, TLS not trusted, SASL
+    credentials refused, an ACL missing. The message names the cause in one line."""
+
+    code = INVALID_CONFIG
+
+
 class BatchAbortedError(SessionqError):
     """Everything applied since the last commit is gone (a failed commit, or SQLite
     rolled the transaction back itself, e.g. on a full disk). The caller replays from

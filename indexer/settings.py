@@ -16,8 +16,9 @@ import typing
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "SESSIONQ_"
@@ -137,6 +138,23 @@ class ServiceSettings(RoleSettings):
     )
 
 
+def _read_password(file: Path | None, given: SecretStr | None) -> SecretStr | None:
+    """The first line of ``file`` (when given, it wins), else ``given``; None when empty
+    or unreadable (the file's readability is checked on its own)."""
+    if file is None:
+        return given if given is not None and given.get_secret_value() else None
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    lines = text.splitlines()
+    return SecretStr(lines[0]) if lines and lines[0] else None
+
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
 class KafkaSettings(BaseModel):
     """Where the broker is and which topics sessionq uses."""
 
@@ -151,6 +169,94 @@ class KafkaSettings(BaseModel):
         default=REPLIES_TOPIC, min_length=1, description="default reply topic"
     )
     dlq_topic: str = Field(default=DLQ_TOPIC, min_length=1, description="dead-letter topic")
+    sasl_mechanism: SaslMechanism | None = Field(
+        default=None, description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (SASL_* protocols)"
+    )
+    sasl_username: str | None = Field(default=None, min_length=1, description="SASL user name")
+    sasl_password_file: Path | None = Field(
+        default=None, description="file holding the SASL password (never given on argv)"
+    )
+    sasl_password: SecretStr | None = Field(
+        default=None, description="the SASL password (environment only; never logged)"
+    )
+    ssl_cafile: Path | None = Field(default=None, description="PEM CA bundle to trust")
+    ssl_certfile: Path | None = Field(default=None, description="PEM client certificate (mTLS)")
+    ssl_keyfile: Path | None = Field(default=None, description="PEM client key (mTLS)")
+    ssl_check_hostname: bool = Field(
+        default=True, description="check the broker certificate's host name"
+    )
+    # Last, so its check sees every TLS and SASL setting (and is reported under its name).
+    security_protocol: SecurityProtocol = Field(
+        default="PLAINTEXT",
+        validate_default=True,
+        description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+    )
+
+    @field_validator("sasl_password_file", "ssl_cafile", "ssl_certfile", "ssl_keyfile")
+    @classmethod
+    def _readable(cls, path: Path | None) -> Path | None:
+        if path is not None and not os.access(path, os.R_OK):
+            raise ValueError(f"cannot read {path}")
+        return path
+
+    @field_validator("security_protocol")
+    @classmethod
+    def _combination(cls, protocol: str, info: ValidationInfo) -> str:
+        """SASL needs a mechanism, a user and a password; TLS files need TLS."""
+        data = info.data
+
+        def flags(names: tuple[str, ...]) -> list[str]:
+            return ["--" + n.replace("_", "-") for n in names if data.get(n) is not None]
+
+        if protocol.startswith("SASL_"):
+            missing = [
+                f"--{n.replace('_', '-')}"
+                for n in ("sasl_mechanism", "sasl_username")
+                if data.get(n) is None
+            ]
+            file = data.get("sasl_password_file")
+            if _read_password(file, data.get("sasl_password")) is None:
+                missing.append(
+                    f"a password in {file}"
+                    if file
+                    else "--sasl-password-file or SESSIONQ_SASL_PASSWORD"
+                )
+            if missing:
+                raise PydanticCustomError(
+                    "kafka_security",
+                    "{protocol} needs {missing}",
+                    {"protocol": protocol, "missing": ", ".join(missing)},
+                )
+        else:
+            given = flags(("sasl_mechanism", "sasl_username", "sasl_password_file"))
+            if given:
+                raise PydanticCustomError(
+                    "kafka_security",
+                    "{given} given but {protocol} uses no SASL",
+                    {"given": ", ".join(given), "protocol": protocol},
+                )
+        if not protocol.endswith("SSL"):
+            given = flags(("ssl_cafile", "ssl_certfile", "ssl_keyfile"))
+            if given:
+                raise PydanticCustomError(
+                    "kafka_security",
+                    "{given} given but {protocol} uses no TLS",
+                    {"given": ", ".join(given), "protocol": protocol},
+                )
+        elif data.get("ssl_keyfile") is not None and data.get("ssl_certfile") is None:
+            raise PydanticCustomError(
+                "kafka_security", "--ssl-keyfile needs --ssl-certfile (the client certificate)"
+            )
+        return protocol
+
+    def password(self) -> SecretStr | None:
+        """The SASL password: the file's first line, else ``SESSIONQ_SASL_PASSWORD``."""
+        return _read_password(self.sasl_password_file, self.sasl_password)
+
+    @property
+    def secured(self) -> bool:
+        """A production profile: anything but PLAINTEXT."""
+        return self.security_protocol != "PLAINTEXT"
 
 
 class IngestSettings(RoleSettings):

@@ -73,6 +73,10 @@ class TopicsSettings(RoleSettings):
 
     kafka: KafkaSettings
     partitions: int = Field(default=3, ge=1, description="partitions of the keyed topics")
+    replication_factor: int = Field(default=1, ge=1, description="replicas of every topic")
+    min_insync_replicas: int | None = Field(
+        default=None, ge=1, description="topic min.insync.replicas (broker default if unset)"
+    )
 
 
 class PublishSettings(ServiceSettings):

@@ -5,18 +5,145 @@ indexer's events consumer and the idempotent producer every role uses. With
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import (
+    AuthenticationFailedError,
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    KafkaConnectionError,
     KafkaTimeoutError,
     MessageSizeTooLargeError,
+    SaslAuthenticationFailed,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
+    UnsupportedSaslMechanismError,
+)
+from aiokafka.helpers import create_ssl_context
+
+from indexer.errors import KafkaAccessError, UndeliverableError
+from indexer.settings import KafkaSettings
+
+# How long a failed connection may take to explain itself (the diagnosis probe).
+DIAGNOSE_TIMEOUT_S = 10.0
+
+
+def connection_options(kafka: KafkaSettings) -> dict[str, Any]:
+    """THE translation of the connection settings into aiokafka client keyword
+    arguments (every consumer, producer and admin client takes these)."""
+    options: dict[str, Any] = {
+        "bootstrap_servers": kafka.bootstrap,
+        "security_protocol": kafka.security_protocol,
+    }
+    if kafka.security_protocol in ("SSL", "SASL_SSL"):
+        context = create_ssl_context(
+            cafile=str(kafka.ssl_cafile) if kafka.ssl_cafile else None,
+            certfile=str(kafka.ssl_certfile) if kafka.ssl_certfile else None,
+            keyfile=str(kafka.ssl_keyfile) if kafka.ssl_keyfile else None,
+        )
+        context.check_hostname = kafka.ssl_check_hostname
+        options["ssl_context"] = context
+    if kafka.security_protocol.startswith("SASL_"):
+        password = kafka.password()
+        options["sasl_mechanism"] = kafka.sasl_mechanism
+        options["sasl_plain_username"] = kafka.sasl_username
+        options["sasl_plain_password"] = password.get_secret_value() if password else None
+    return options
+
+
+def _cause(exc: BaseException) -> str:
+    """The cause of a failed connection, in words."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS: the broker certificate is not trusted ({exc.verify_message})"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS handshake failed ({exc.reason or exc})"
+    if isinstance(exc, (SaslAuthenticationFailed, AuthenticationFailedError)):
+        detail = str(exc).split(":", 1)[-1].strip() if ":" in str(exc) else str(exc)
+        return f"SASL authentication failed ({detail or 'credentials refused'})"
+    if isinstance(exc, UnsupportedSaslMechanismError):
+        return f"SASL mechanism not enabled on the broker ({exc})"
+    if isinstance(exc, ClusterAuthorizationFailedError):
+        return "not authorized for this cluster operation (missing ACL)"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, (OSError, TimeoutError)):
+        return f"cannot connect ({type(exc).__name__}: {exc or 'timed out'})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def diagnose(kafka: KafkaSettings) -> str:
+    """Why the first bootstrap broker cannot be used: one connection attempt with the
+    same TLS and SASL settings (aiokafka's bootstrap only says it failed)."""
+    from aiokafka.conn import create_conn
+
+    first = kafka.bootstrap.split(",")[0].strip()
+    host, _, port = first.rpartition(":")
+    options = connection_options(kafka)
+    options.pop("bootstrap_servers")
+    try:
+        conn = await asyncio.wait_for(
+            create_conn(
+                host or "localhost",
+                int(port or 9092),
+                request_timeout_ms=int(DIAGNOSE_TIMEOUT_S * 1000),
+                **options,
+            ),
+            DIAGNOSE_TIMEOUT_S,
+        )
+    except BaseException as exc:
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        return _cause(exc)
+    conn.close()
+    return "no broker answered the metadata request"
+
+
+def access_error(
+    kafka: KafkaSettings, exc: BaseException, cause: str | None = None
+) -> KafkaAccessError:
+    """THE mapping of aiokafka's connection, TLS, SASL and authorization failures to
+    one ``KafkaAccessError`` with a one-line message naming the cause."""
+    who = f" as {kafka.sasl_username!r}" if kafka.sasl_username else ""
+    where = f"Kafka at {kafka.bootstrap} ({kafka.security_protocol}{who})"
+    if isinstance(exc, TopicAuthorizationFailedError):
+        topics = (
+            ", ".join(sorted(map(str, exc.args[0])))
+            if exc.args and isinstance(exc.args[0], (set, list, tuple))
+            else (str(exc.args[0]) if exc.args else "?")
+        )
+        return KafkaAccessError(f"{where}: not authorized for topic {topics} (missing ACL)")
+    if isinstance(exc, GroupAuthorizationFailedError):
+        group = exc.args[0] if exc.args else "?"
+        return KafkaAccessError(f"{where}: not authorized for consumer group {group} (missing ACL)")
+    return KafkaAccessError(f"{where}: {cause or _cause(exc)}")
+
+
+ACCESS_ERRORS: tuple[type[BaseException], ...] = (
+    KafkaConnectionError,
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanismError,
+    ClusterAuthorizationFailedError,
+    AuthenticationFailedError,
+    TopicAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    ssl.SSLError,
 )
 
-from indexer.errors import UndeliverableError
+
+@contextlib.asynccontextmanager
+async def kafka_access(kafka: KafkaSettings) -> AsyncIterator[None]:
+    """Raise aiokafka's access failures inside as ``KafkaAccessError``; a failed
+    bootstrap is diagnosed first, so the message names the cause."""
+    try:
+        yield
+    except ACCESS_ERRORS as exc:
+        cause = await diagnose(kafka) if isinstance(exc, KafkaConnectionError) else None
+        raise access_error(kafka, exc, cause) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +192,13 @@ class EventsSource:
     """Every partition of one topic, assigned manually (no group), positioned by the
     offsets stored with the data."""
 
-    def __init__(self, bootstrap: str, topic: str, *, client_id: str = "sessionq-indexer") -> None:
+    def __init__(
+        self, kafka: KafkaSettings, topic: str, *, client_id: str = "sessionq-indexer"
+    ) -> None:
         self.topic = topic
+        self.kafka = kafka
         self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap,
+            **connection_options(kafka),
             client_id=client_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -79,8 +209,9 @@ class EventsSource:
         self.partitions: list[int] = []
 
     async def start(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        await self._consumer.start()
-        tps = await assign_all(self._consumer, self.topic)
+        async with kafka_access(self.kafka):
+            await self._consumer.start()
+            tps = await assign_all(self._consumer, self.topic)
         self.partitions = [tp.partition for tp in tps]
         await self.seek(offsets)
 
@@ -121,7 +252,7 @@ class Producer:
 
     def __init__(
         self,
-        bootstrap: str,
+        kafka: KafkaSettings,
         *,
         client_id: str,
         max_request_size: int = 8 * 1024 * 1024,
@@ -130,8 +261,9 @@ class Producer:
     ) -> None:
         """``linger_ms`` 0: requests and replies are latency-bound, one record at a time;
         bulk publishers may pass a few ms to batch."""
+        self.kafka = kafka
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap,
+            **connection_options(kafka),
             client_id=client_id,
             enable_idempotence=True,
             acks="all",
@@ -141,7 +273,8 @@ class Producer:
         )
 
     async def start(self) -> None:
-        await self._producer.start()
+        async with kafka_access(self.kafka):
+            await self._producer.start()
 
     async def send(
         self,
@@ -152,11 +285,13 @@ class Producer:
         headers: Sequence[tuple[str, bytes]] = (),
     ) -> None:
         """Send and wait for the acknowledgement; a record the broker can never take
-        (unknown topic, too large) raises ``UndeliverableError``."""
+        (unknown topic, too large, not authorized) raises ``UndeliverableError``."""
         try:
             await self._producer.send_and_wait(topic, value, key=key, headers=list(headers) or None)
         except (UnknownTopicOrPartitionError, MessageSizeTooLargeError, KafkaTimeoutError) as exc:
             raise UndeliverableError(f"cannot deliver to {topic!r}: {type(exc).__name__}") from exc
+        except TopicAuthorizationFailedError as exc:
+            raise UndeliverableError(access_error(self.kafka, exc).message) from exc
 
     async def enqueue(
         self,
@@ -167,9 +302,10 @@ class Producer:
         headers: Sequence[tuple[str, bytes]] = (),
     ) -> asyncio.Future[Any]:
         """Queue a record; await the returned future for its acknowledgement."""
-        fut: asyncio.Future[Any] = await self._producer.send(
-            topic, value, key=key, headers=list(headers) or None
-        )
+        async with kafka_access(self.kafka):
+            fut: asyncio.Future[Any] = await self._producer.send(
+                topic, value, key=key, headers=list(headers) or None
+            )
         return fut
 
     async def flush(self) -> None:

@@ -5,11 +5,22 @@ only modules that import aiokafka; domain code sees plain values only."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import TopicAuthorizationFailedError
 from aiokafka.structs import OffsetAndMetadata
 
-from indexer.kafka.client import InRecord, Producer, assign_all, to_records
+from indexer.errors import KafkaAccessError
+from indexer.kafka.client import (
+    InRecord,
+    Producer,
+    assign_all,
+    connection_options,
+    kafka_access,
+    to_records,
+)
+from indexer.settings import KafkaSettings
 
 __all__ = ["GroupSource", "InRecord", "Producer", "ReplyReader"]
 
@@ -33,10 +44,11 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
 class GroupSource:
     """A consumer-group member on the requests topic with manual offset commits."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, *, client_id: str) -> None:
+    def __init__(self, kafka: KafkaSettings, topic: str, group: str, *, client_id: str) -> None:
         self.topic = topic
+        self.kafka = kafka
         self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap,
+            **connection_options(kafka),
             group_id=group,
             client_id=client_id,
             enable_auto_commit=False,
@@ -51,7 +63,8 @@ class GroupSource:
         on_revoked: Callable[[list[int]], Awaitable[None]],
         on_assigned: Callable[[list[int]], Awaitable[None]],
     ) -> None:
-        await self._consumer.start()
+        async with kafka_access(self.kafka):
+            await self._consumer.start()
         self._consumer.subscribe([self.topic], listener=_Listener(on_revoked, on_assigned))
 
     async def poll(self, timeout_ms: int, max_records: int) -> list[InRecord]:
@@ -91,21 +104,23 @@ class GroupSource:
 class ReplyReader:
     """Reads every partition of a reply topic from its current end (hosts filter by id)."""
 
-    def __init__(self, bootstrap: str, topic: str, *, client_id: str) -> None:
+    def __init__(self, kafka: KafkaSettings, topic: str, *, client_id: str) -> None:
         self.topic = topic
+        self.kafka = kafka
         self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap,
+            **connection_options(kafka),
             client_id=client_id,
             enable_auto_commit=False,
             auto_offset_reset="latest",
         )
 
     async def start(self) -> None:
-        await self._consumer.start()
-        tps = await assign_all(self._consumer, self.topic)
-        await self._consumer.seek_to_end(*tps)
-        for tp in tps:  # materialize positions before any request is sent
-            await self._consumer.position(tp)
+        async with kafka_access(self.kafka):
+            await self._consumer.start()
+            tps = await assign_all(self._consumer, self.topic)
+            await self._consumer.seek_to_end(*tps)
+            for tp in tps:  # materialize positions before any request is sent
+                await self._consumer.position(tp)
 
     async def poll(self, timeout_ms: int) -> list[InRecord]:
         return to_records(await self._consumer.getmany(timeout_ms=timeout_ms, max_records=500))
@@ -115,31 +130,60 @@ class ReplyReader:
 
 
 async def create_topics(
-    bootstrap: str, topics: Sequence[tuple[str, int, dict[str, str]]]
+    kafka: KafkaSettings,
+    topics: Sequence[tuple[str, int, dict[str, str]]],
+    *,
+    replication_factor: int = 1,
 ) -> dict[str, str]:
-    """Create (name, partitions, configs) topics; existing ones are left as they are.
+    """Create (name, partitions, configs) topics with ``replication_factor`` replicas;
+    existing ones are left as they are.
 
     Returns name -> "created" | "exists".
     """
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
     from aiokafka.errors import TopicAlreadyExistsError
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
-    await admin.start()
+    admin = AIOKafkaAdminClient(**connection_options(kafka), request_timeout_ms=30000)
+    async with kafka_access(kafka):
+        await admin.start()
     try:
-        existing = set(await admin.list_topics())
-        out: dict[str, str] = {name: "exists" for name, _, _ in topics if name in existing}
-        todo = [
-            NewTopic(name, num_partitions=parts, replication_factor=1, topic_configs=cfg)
-            for name, parts, cfg in topics
-            if name not in existing
-        ]
-        for topic in todo:
-            try:
-                await admin.create_topics([topic])
+        async with kafka_access(kafka):
+            existing = set(await admin.list_topics())
+            out: dict[str, str] = {name: "exists" for name, _, _ in topics if name in existing}
+            todo = [
+                NewTopic(
+                    name,
+                    num_partitions=parts,
+                    replication_factor=replication_factor,
+                    topic_configs=cfg,
+                )
+                for name, parts, cfg in topics
+                if name not in existing
+            ]
+            for topic in todo:
+                try:
+                    response: Any = await admin.create_topics([topic])
+                except TopicAlreadyExistsError:
+                    out[topic.name] = "exists"
+                    continue
+                _raise_topic_errors(response)
                 out[topic.name] = "created"
-            except TopicAlreadyExistsError:
-                out[topic.name] = "exists"
-        return out
+            return out
     finally:
         await admin.close()
+
+
+def _raise_topic_errors(response: Any) -> None:
+    """aiokafka returns per-topic errors in the response instead of raising them."""
+    from aiokafka.errors import TopicAlreadyExistsError, for_code
+
+    for name, code, *rest in getattr(response, "topic_errors", ()):
+        if not code:
+            continue
+        error = for_code(code)
+        if error is TopicAlreadyExistsError:
+            continue
+        if error is TopicAuthorizationFailedError:
+            raise TopicAuthorizationFailedError({name})
+        detail = rest[0] if rest and rest[0] else error.__name__
+        raise KafkaAccessError(f"cannot create topic {name!r}: {detail}")

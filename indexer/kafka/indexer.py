@@ -58,10 +58,8 @@ class Indexer:
         self.settings = settings
         self.kafka = kafka
         self.store = Store(settings.data)
-        self.source = EventsSource(kafka.bootstrap, kafka.events_topic)
-        self.dlq = Producer(
-            kafka.bootstrap, client_id="sessionq-indexer-dlq", max_request_size=DLQ_MAX_BYTES
-        )
+        self.source = EventsSource(kafka, kafka.events_topic)
+        self.dlq = Producer(kafka, client_id="sessionq-indexer-dlq", max_request_size=DLQ_MAX_BYTES)
         self.counters = IndexerCounters()
         self._offsets: dict[tuple[str, int], int] = {}
         self._pending_dlq: list[Any] = []
@@ -91,13 +89,24 @@ class Indexer:
         try:
             applied = self.store.apply(decode_record(record.value))
         except BatchAbortedError as exc:
-            log.error("batch lost at %s[%d]@%d: %s", record.topic, record.partition,
-                      record.offset, exc.message)
+            log.error(
+                "batch lost at %s[%d]@%d: %s",
+                record.topic,
+                record.partition,
+                record.offset,
+                exc.message,
+            )
             return False
         except SessionqError as exc:
             if isinstance(exc, RecordFailedError):
-                log.error("unexpected failure applying %s[%d]@%d: %s", record.topic,
-                          record.partition, record.offset, exc.message, exc_info=exc.__cause__)
+                log.error(
+                    "unexpected failure applying %s[%d]@%d: %s",
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                    exc.message,
+                    exc_info=exc.__cause__,
+                )
             self._dead_letter(record, exc.message, exc.code)
         else:
             if applied.noop:

@@ -186,10 +186,11 @@ def ingest_reference(data_dir: Path, paths: Sequence[Path]) -> None:
         store.close()
 
 
-async def publish(bootstrap: str, topic: str, paths: Sequence[Path]) -> Publisher:
+async def publish(bootstrap: str | KafkaSettings, topic: str, paths: Sequence[Path]) -> Publisher:
     """Publish dsh logs once with the product publisher (its ``summary`` and ``rejected``
-    tell what went out)."""
-    producer = Producer(bootstrap, client_id="test-publisher")
+    tell what went out); a secured broker is given as its ``KafkaSettings``."""
+    kafka = KafkaSettings(bootstrap=bootstrap) if isinstance(bootstrap, str) else bootstrap
+    producer = Producer(kafka, client_id="test-publisher")
     await producer.start()
     try:
         publisher = Publisher(producer, topic)
@@ -374,9 +375,7 @@ async def running_stack(
     async with (
         running_indexer(data, kafka, batch_ms=20) as indexer,
         running_worker(data, kafka, group, max_in_flight=max_in_flight) as worker,
-        SessionqClient(
-            topics.bootstrap, requests_topic=topics.requests, reply_topic=topics.replies
-        ) as client,
+        SessionqClient(kafka) as client,
         RawProducer(topics.bootstrap) as producer,
         ReplyTap(topics.bootstrap, topics.replies) as tap,
     ):

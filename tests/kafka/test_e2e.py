@@ -130,9 +130,7 @@ async def test_whole_corpus_replies_over_kafka_equal_in_process_answers(
     try:
         async with (
             running_worker(data, kafka, unique_name("group")) as worker,
-            SessionqClient(
-                kafka_bootstrap, requests_topic=topics.requests, reply_topic=topics.replies
-            ) as client,
+            SessionqClient(kafka) as client,
         ):
             await wait_assigned(worker, 3)
             for n, call in enumerate(CALLS):

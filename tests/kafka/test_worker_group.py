@@ -115,9 +115,7 @@ async def test_two_worker_processes_share_the_load_and_survive_a_sigkill(
         assert owned_by_a and owned_by_b
 
         async with (
-            SessionqClient(
-                kafka_bootstrap, requests_topic=topics.requests, reply_topic=topics.replies
-            ) as client,
+            SessionqClient(topics.kafka()) as client,
             ReplyTap(kafka_bootstrap, topics.replies) as tap,
         ):
             # Wave 1: both processes serve; each partition is answered and committed by

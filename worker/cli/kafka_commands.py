@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from pathlib import Path
 
 from indexer.metrics import Metrics
@@ -17,7 +18,20 @@ def cmd_topics(args: argparse.Namespace) -> int:
     from worker.kafka.topics import ensure_topics
 
     settings = settings_from(TopicsSettings, args)
-    result = asyncio.run(ensure_topics(settings.kafka, settings.partitions))
+    if settings.kafka.secured and settings.replication_factor == 1:
+        print(
+            f"sessionq topics create: warning: {settings.kafka.security_protocol} looks like a"
+            " production cluster but --replication-factor is 1 (one broker loss loses data)",
+            file=sys.stderr,
+        )
+    result = asyncio.run(
+        ensure_topics(
+            settings.kafka,
+            settings.partitions,
+            replication_factor=settings.replication_factor,
+            min_insync_replicas=settings.min_insync_replicas,
+        )
+    )
     for name, status in result.items():
         print(f"{name}: {status}")
     return EXIT_OK
@@ -83,7 +97,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     kafka = settings.kafka
 
     async def main() -> int:
-        producer = Producer(kafka.bootstrap, client_id="sessionq-publisher", linger_ms=5)
+        producer = Producer(kafka, client_id="sessionq-publisher", linger_ms=5)
         await producer.start()
         publisher = Publisher(producer, kafka.events_topic)
         on_terminate(publisher.stop)

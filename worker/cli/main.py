@@ -8,12 +8,14 @@ the settings models (``indexer.settings``, ``worker.settings``) hold them, once.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from indexer.errors import KafkaAccessError, UndeliverableError
 from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
-from worker.cli.options import nonneg_int, positive_int, setting
+from worker.cli.options import EXIT_FAILED, nonneg_int, positive_int, setting
 from worker.cli.serve_command import cmd_serve
 from worker.cli.store_commands import (
     cmd_call,
@@ -31,7 +33,26 @@ def _data(p: argparse.ArgumentParser) -> None:
 
 
 def _bootstrap(p: argparse.ArgumentParser, help: str = "Kafka bootstrap address host:port") -> None:
+    """The broker address and how to connect to it (TLS, SASL); the SASL password is
+    read from a file or ``SESSIONQ_SASL_PASSWORD``, never from the command line."""
     setting(p, "--bootstrap", help=help)
+    setting(
+        p,
+        "--security-protocol",
+        choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+        help="how to connect to Kafka",
+    )
+    setting(
+        p,
+        "--sasl-mechanism",
+        choices=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+        help="SASL mechanism (SASL_* protocols)",
+    )
+    setting(p, "--sasl-username", help="SASL user name")
+    setting(p, "--sasl-password-file", type=Path, help="file holding the SASL password")
+    setting(p, "--ssl-cafile", type=Path, help="PEM CA bundle to trust")
+    setting(p, "--ssl-certfile", type=Path, help="PEM client certificate (mTLS)")
+    setting(p, "--ssl-keyfile", type=Path, help="PEM client key (mTLS)")
 
 
 def _logs(p: argparse.ArgumentParser) -> None:
@@ -92,6 +113,13 @@ def _kafka_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     tp = tsub.add_parser("create", help="create sessionq's topics (idempotent)")
     _bootstrap(tp)
     setting(tp, "--partitions", type=positive_int, help="partitions of the keyed topics")
+    setting(tp, "--replication-factor", type=positive_int, help="replicas of every topic")
+    setting(
+        tp,
+        "--min-insync-replicas",
+        type=positive_int,
+        help="topic min.insync.replicas (broker default if unset)",
+    )
     tp.set_defaults(handler=cmd_topics)
 
     p = sub.add_parser("indexer", help="consume the events topic into a data directory")
@@ -150,7 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
-    return handler(args)
+    # aiokafka logs every failed connection attempt; without a configured log (the
+    # one-shot commands) Python would print them: the one line below says it all.
+    logging.getLogger("aiokafka").addHandler(logging.NullHandler())
+    try:
+        return handler(args)
+    except (KafkaAccessError, UndeliverableError) as exc:
+        print(f"sessionq {args.command}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

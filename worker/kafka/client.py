@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from indexer.kafka.group import Producer, ReplyReader
-from indexer.settings import REPLIES_TOPIC, REQUESTS_TOPIC, KafkaSettings
+from indexer.settings import KafkaSettings
 from worker.contract.envelopes import Reply, decode_reply, error_reply
 
 log = logging.getLogger("sessionq.client")
@@ -29,17 +29,18 @@ class SessionqClient:
 
     def __init__(
         self,
-        bootstrap: str,
+        kafka: KafkaSettings,
         *,
-        requests_topic: str = REQUESTS_TOPIC,
-        reply_topic: str = REPLIES_TOPIC,
+        requests_topic: str | None = None,
+        reply_topic: str | None = None,
         client_id: str | None = None,
     ) -> None:
+        """Topics default to ``kafka``'s requests and replies topics."""
         cid = client_id or f"sessionq-host-{uuid.uuid4().hex[:8]}"
-        self.requests_topic = requests_topic
-        self.reply_topic = reply_topic
-        self._producer = Producer(bootstrap, client_id=cid)
-        self._reader = ReplyReader(bootstrap, reply_topic, client_id=f"{cid}-replies")
+        self.requests_topic = requests_topic or kafka.requests_topic
+        self.reply_topic = reply_topic or kafka.replies_topic
+        self._producer = Producer(kafka, client_id=cid)
+        self._reader = ReplyReader(kafka, self.reply_topic, client_id=f"{cid}-replies")
         self._pending: dict[str, asyncio.Future[Reply]] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -51,8 +52,15 @@ class SessionqClient:
         await self.stop()
 
     async def start(self) -> None:
-        await self._producer.start()
-        await self._reader.start()
+        try:
+            await self._producer.start()
+            await self._reader.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self._reader.stop()
+            with contextlib.suppress(Exception):
+                await self._producer.stop()
+            raise
         self._task = asyncio.create_task(self._read_replies(), name="sessionq-replies")
 
     async def stop(self) -> None:
@@ -158,9 +166,7 @@ async def call_once(
     request_id: str | None = None,
 ) -> Reply:
     """One call with a short-lived client (the CLI's ``--bootstrap`` mode)."""
-    async with SessionqClient(
-        kafka.bootstrap, requests_topic=kafka.requests_topic, reply_topic=kafka.replies_topic
-    ) as client:
+    async with SessionqClient(kafka) as client:
         return await client.call(
             tool,
             arguments,

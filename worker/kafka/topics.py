@@ -41,5 +41,17 @@ def topic_specs(kafka: KafkaSettings, partitions: int) -> list[tuple[str, int, d
     ]
 
 
-async def ensure_topics(kafka: KafkaSettings, partitions: int = 3) -> dict[str, str]:
-    return await create_topics(kafka.bootstrap, topic_specs(kafka, partitions))
+async def ensure_topics(
+    kafka: KafkaSettings,
+    partitions: int = 3,
+    *,
+    replication_factor: int = 1,
+    min_insync_replicas: int | None = None,
+) -> dict[str, str]:
+    specs = topic_specs(kafka, partitions)
+    if min_insync_replicas is not None:
+        specs = [
+            (name, parts, {**cfg, "min.insync.replicas": str(min_insync_replicas)})
+            for name, parts, cfg in specs
+        ]
+    return await create_topics(kafka, specs, replication_factor=replication_factor)

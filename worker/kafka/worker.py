@@ -85,11 +85,9 @@ class Worker:
         self.settings = settings
         self.kafka = kafka
         self.service = service
-        self.source = GroupSource(
-            kafka.bootstrap, kafka.requests_topic, settings.group, client_id=client_id
-        )
+        self.source = GroupSource(kafka, kafka.requests_topic, settings.group, client_id=client_id)
         self.producer = Producer(
-            kafka.bootstrap,
+            kafka,
             client_id=f"{client_id}-replies",
             request_timeout_ms=10000,
             max_request_size=DLQ_MAX_BYTES,
