@@ -229,9 +229,10 @@ class EventsSource:
             await self._consumer.seek_to_beginning(*fresh)
 
     async def poll(self, timeout_ms: int, max_records: int) -> list[InRecord]:
-        return to_records(
-            await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
-        )
+        """The next records; a topic this user may not read raises ``KafkaAccessError``."""
+        async with kafka_access(self.kafka):
+            batches = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        return to_records(batches)
 
     async def lag(self) -> dict[int, int]:
         """Records not yet consumed per partition (end offset - position)."""

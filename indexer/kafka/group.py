@@ -68,9 +68,11 @@ class GroupSource:
         self._consumer.subscribe([self.topic], listener=_Listener(on_revoked, on_assigned))
 
     async def poll(self, timeout_ms: int, max_records: int) -> list[InRecord]:
-        return to_records(
-            await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
-        )
+        """The next records; a group or topic this user may not read raises
+        ``KafkaAccessError``."""
+        async with kafka_access(self.kafka):
+            batches = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        return to_records(batches)
 
     async def commit(self, offsets: dict[int, int]) -> None:
         """Commit next offsets per partition (only partitions this member still owns)."""
@@ -81,7 +83,8 @@ class GroupSource:
             if p in owned
         }
         if todo:
-            await self._consumer.commit(todo)
+            async with kafka_access(self.kafka):
+                await self._consumer.commit(todo)
 
     def assignment(self) -> list[int]:
         return sorted(tp.partition for tp in self._consumer.assignment())

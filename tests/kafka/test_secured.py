@@ -4,6 +4,7 @@ ways a misconfigured role fails: each a one-line error naming the cause, quickly
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from indexer.errors import KafkaAccessError
+from indexer.kafka.group import GroupSource
 from tests.kafka.broker import BrokerStartError
 from tests.kafka.harness import (
     publish,
@@ -24,6 +27,7 @@ from tests.kafka.harness import (
 from tests.kafka.secured import (
     DLQ,
     EVENTS,
+    REQUESTS,
     WORKERS_GROUP,
     SecuredBroker,
     start_secured_broker,
@@ -172,6 +176,25 @@ def test_missing_acl_is_named(secured_broker: SecuredBroker, corpus_dir: Path) -
     )
     assert time.monotonic() - started < FAIL_WITHIN_S
     fails_with(result, "publish", "not authorized", DLQ, "ACL")
+
+
+async def test_missing_group_acl_is_named(secured_broker: SecuredBroker) -> None:
+    """A worker joining a consumer group it has no ACL for fails, naming the group."""
+    source = GroupSource(
+        secured_broker.kafka("worker"), REQUESTS, "sq.not-granted", client_id="test-no-acl"
+    )
+
+    async def nothing(_: list[int]) -> None:
+        return None
+
+    await source.start(nothing, nothing)
+    try:
+        with pytest.raises(KafkaAccessError, match=r"consumer group sq\.not-granted"):
+            async with asyncio.timeout(FAIL_WITHIN_S):
+                while True:
+                    await source.poll(timeout_ms=200, max_records=10)
+    finally:
+        await source.stop()
 
 
 def test_password_never_shown(secured_broker: SecuredBroker) -> None:
