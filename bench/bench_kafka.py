@@ -605,6 +605,7 @@ async def requests_phase(
                     str(args.request_data),
                     "--group",
                     f"bench-{topic}",
+                    "--insecure-unauthenticated-callers",
                     "--metrics-listen",
                     "127.0.0.1:0",
                 ]
@@ -768,6 +769,7 @@ def echo_child(bootstrap: str) -> int:
             "data": Path("/nonexistent"),
             "kafka": {"bootstrap": bootstrap},
             "group": os.environ["BENCH_GROUP"],
+            "insecure_unauthenticated_callers": True,
         }
         settings = WorkerSettings(**given)
         worker = Worker(settings, _NoopService(), metrics=Metrics("worker"))  # type: ignore[arg-type]

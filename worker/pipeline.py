@@ -8,14 +8,18 @@ bottom as the steps:
 2. deadline — computed once (``deadline_for``): the request's ``timeout_ms`` capped by
    the tool's budget and the deployment cap, counted from when the request was sent;
    a call already past it is answered ``TOOL_TIMEOUT`` without any work;
-3. wait — read-your-writes: until the caller's log is applied through ``min_seq`` (and,
+3. authenticate — with a keyring, the host's token must vouch for this request, this
+   caller and a workspace its key may speak for (``worker.authn``), before anything is
+   read; else ``SESSION_QUERY_CALLER_UNAUTHENTICATED``;
+4. wait — read-your-writes: until the caller's log is applied through ``min_seq`` (and,
    over Kafka, until the caller exists at all), within the deadline;
-4. gate — the tool's execution mode per caller: searches exclusive, reads parallel;
-5. arguments — schema, then the rules upstream runs before resolving the caller
+5. gate — the tool's execution mode per caller: searches exclusive, reads parallel;
+6. arguments — schema, then the rules upstream runs before resolving the caller
    (upstream validates arguments before the tool runs, SPEC §9.8);
-6. caller — resolved to its stored header (its ``cwd`` is the workspace);
-7. authorization → query → rendering — the tool's own steps (``Tool.run``, SPEC §9.8);
-8. reply — exactly one. Once the call is cancelled or past its deadline, that is the
+7. caller — resolved to its stored header (its ``cwd`` is the workspace, and must be
+   the one the token names);
+8. authorization → query → rendering — the tool's own steps (``Tool.run``, SPEC §9.8);
+9. reply — exactly one. Once the call is cancelled or past its deadline, that is the
    reply whatever the tool produced meanwhile; tool-owned errors reply verbatim;
    anything else is sanitized to ``SESSION_QUERY_TOOL_FAILED`` (SPEC §9.10).
 """
@@ -24,33 +28,23 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
-
 from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
+from worker.authn.tokens import CallerAuthenticator, Principal
+from worker.cancels import InFlight
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken, Deadline
 from worker.contract.envelopes import ToolRequest
-from worker.contract.errors import HarnessError, ToolAbortError
+from worker.contract.errors import HarnessError, ToolAbortError, caller_unauthenticated
 from worker.contract.outcome import ToolReply
 from worker.execution import ExecutionGates
 from worker.limits import ToolLimits
 from worker.tools.access import Caller, resolve_caller
 from worker.tools.registry import TOOLS, Tool, ToolContext, lookup, parse_arguments
 
-CANCEL_REASON_MAX_BYTES: Final = 1024
-"""A cancel reason is kept (and echoed in the reply) only up to this many bytes of JSON."""
-OVERSIZED_REASON: Final = "[cancel reason omitted: over 1024 bytes of JSON]"
-"""What a non-string reason over ``CANCEL_REASON_MAX_BYTES`` (or one that is not JSON)
-becomes."""
-EARLY_CANCELS: Final = 1_000
-"""At most this many cancels whose request has not arrived (yet) are remembered..."""
-EARLY_CANCEL_BYTES: Final = 1024 * 1024
-"""...and at most this many bytes of them (ids as UTF-8, reasons as JSON); oldest go first."""
 RYW_POLL_S: Final = 0.01
 _PASSTHROUGH: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 
@@ -70,6 +64,7 @@ class ToolCall:
     min_seq: int | None = None
     timeout_ms: int | None = None
     sent_ms: float | None = None
+    token: str | None = None
 
     @classmethod
     def from_request(cls, request: ToolRequest, *, sent_ms: float | None) -> ToolCall:
@@ -88,6 +83,7 @@ class ToolCall:
             min_seq=ref.min_seq if ref is not None else None,
             timeout_ms=request.timeout_ms,
             sent_ms=sent_ms,
+            token=ref.token if ref is not None else None,
         )
 
 
@@ -107,72 +103,6 @@ def deadline_for(
     return Deadline.after(budget, start=time.monotonic() - age_s)
 
 
-def bounded_reason(reason: Any) -> Any:
-    """A cancel reason as the pipeline keeps and echoes it: unchanged (the same object)
-    when its JSON is at most ``CANCEL_REASON_MAX_BYTES``; a longer string is cut to its
-    longest prefix that, followed by ``…``, fits in that many bytes of JSON; any other
-    reason over the limit, or one that is not JSON at all, becomes ``OVERSIZED_REASON``
-    (so it no longer carries a ``code``/``message``: the reply says ``TOOL_CANCELLED``)."""
-    size = _json_size(reason)
-    if size is not None and size <= CANCEL_REASON_MAX_BYTES:
-        return reason
-    if size is None or not isinstance(reason, str):
-        return OVERSIZED_REASON
-    lo, hi = 0, min(len(reason), CANCEL_REASON_MAX_BYTES)  # a character is >= 1 byte
-    while lo < hi:  # the JSON size of a prefix grows with its length
-        mid = (lo + hi + 1) // 2
-        cut = _json_size(reason[:mid] + "…")
-        if cut is not None and cut <= CANCEL_REASON_MAX_BYTES:
-            lo = mid
-        else:
-            hi = mid - 1
-    return reason[:lo] + "…"
-
-
-def _json_size(value: Any) -> int | None:
-    try:
-        return len(orjson.dumps(value))
-    except (TypeError, orjson.JSONEncodeError):
-        return None
-
-
-class EarlyCancels:
-    """Cancels that overtook their request, bounded by count (``EARLY_CANCELS``) and by
-    size (``EARLY_CANCEL_BYTES``: an entry weighs its id's UTF-8 bytes plus its reason's
-    JSON bytes); the oldest are evicted first. Reasons must be bounded already."""
-
-    def __init__(self, max_entries: int = EARLY_CANCELS, max_bytes: int = EARLY_CANCEL_BYTES):
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self.bytes = 0
-        self._entries: OrderedDict[str, tuple[Any, int]] = OrderedDict()
-
-    def __contains__(self, request_id: object) -> bool:
-        return request_id in self._entries
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def add(self, request_id: str, reason: Any) -> None:
-        """Remember (or renew, as the newest) the cancel of ``request_id``."""
-        if request_id in self._entries:
-            self.pop(request_id)
-        size = len(request_id.encode("utf-8", "surrogatepass")) + (_json_size(reason) or 0)
-        self._entries[request_id] = (reason, size)
-        self.bytes += size
-        while self._entries and (
-            len(self._entries) > self.max_entries or self.bytes > self.max_bytes
-        ):
-            _, (_, evicted) = self._entries.popitem(last=False)
-            self.bytes -= evicted
-
-    def pop(self, request_id: str) -> Any:
-        """The remembered reason, forgotten (``KeyError`` when there is none)."""
-        reason, size = self._entries.pop(request_id)
-        self.bytes -= size
-        return reason
-
-
 class Pipeline:
     """The five session-query tools over one ``QueryService``, behind one entry point."""
 
@@ -183,6 +113,7 @@ class Pipeline:
         *,
         metrics: Metrics | None = None,
         wait_for_caller: bool = False,
+        authenticator: CallerAuthenticator | None = None,
     ) -> None:
         """``wait_for_caller``: a caller session not indexed yet is waited for (within the
         deadline) instead of failing — over Kafka the caller's own events may still be in
@@ -191,35 +122,34 @@ class Pipeline:
         self.limits = limits if limits is not None else ToolLimits()
         self.metrics = metrics
         self.wait_for_caller = wait_for_caller
+        self.authenticator = authenticator
         self.gates = ExecutionGates()
         self._context = ToolContext(service, self.limits.max_search_results)
-        self._tokens: dict[str, list[CancelToken]] = {}  # every in-flight copy of an id
-        self._early_cancels = EarlyCancels()
+        self.in_flight = InFlight(bound=authenticator is not None)
 
-    def cancel(self, request_id: str, reason: Any) -> None:
-        """Abort every in-flight call with this id (a redelivered request may run twice);
-        a cancel that overtakes its request is remembered (``EarlyCancels``, bounded).
-        The reason is bounded first (``bounded_reason``): that is what replies echo."""
-        reason = bounded_reason(reason)
-        tokens = self._tokens.get(request_id)
-        if tokens:
-            for token in tokens:
-                token.cancel(reason)
-            return
-        self._early_cancels.add(request_id, reason)
-
-    def _untrack(self, request_id: str, token: CancelToken) -> None:
-        """Forget exactly this in-flight copy of ``request_id``."""
-        tokens = [t for t in self._tokens.get(request_id, ()) if t is not token]
-        if tokens:
-            self._tokens[request_id] = tokens
-        else:
-            self._tokens.pop(request_id, None)
+    def cancel(
+        self,
+        request_id: str,
+        reason: Any,
+        *,
+        session_id: str | None = None,
+        token: str | None = None,
+    ) -> int:
+        """Abort the in-flight calls with this id that the cancel's sender may abort
+        (``worker.cancels``): with authentication, its token must be its request's
+        principal's. Returns the calls aborted."""
+        owner = None
+        if self.authenticator is not None:
+            try:
+                owner = self.authenticator.verify(token, request_id, session_id)
+            except HarnessError:
+                return 0  # a foreign or forged cancel is ignored
+        return self.in_flight.cancel(request_id, reason, owner)
 
     async def answer(
         self, call: ToolCall, *, token: CancelToken | None = None, deadline: Deadline | None = None
     ) -> ToolReply:
-        """Steps 2-8 of the module docstring; never raises (but asyncio cancellation).
+        """Steps 2-9 of the module docstring; never raises (but asyncio cancellation).
 
         ``token`` links an outside cancellation; ``deadline`` replaces step 2's (tests).
         """
@@ -228,40 +158,47 @@ class Pipeline:
         # 2. deadline
         deadline = deadline or deadline_for(self.limits, tool, call.timeout_ms, call.sent_ms)
         call_token = (token if isinstance(token, CancelToken) else CancelToken()).child(deadline)
-        if call.id in self._early_cancels:
-            call_token.cancel(self._early_cancels.pop(call.id))
         aborted = call_token.failure
         if aborted is not None:  # past its deadline (or cancelled) already: no work
             if self.metrics is not None and deadline.expired():
                 self.metrics.deadline_sheds.inc()
             reply = ToolReply(error=aborted, cancel_reason=call_token.reason)
         else:
-            self._tokens.setdefault(call.id, []).append(call_token)
-            self._count_in_flight(+1)
-            try:
-                reply = await self._run(call, call_token)
-            finally:
-                self._untrack(call.id, call_token)
-                self._count_in_flight(-1)
+            try:  # 3. authenticate: the host's proof, before anything is read
+                principal = self._authenticate(call)
+            except HarnessError as error:
+                principal, reply = None, ToolReply(error=error.failure())
+            else:
+                self.in_flight.start(call.id, call_token, principal)
+                self._count_in_flight(+1)
+                try:
+                    reply = await self._run(call, call_token, principal)
+                finally:
+                    self.in_flight.finish(call.id, call_token)
+                    self._count_in_flight(-1)
         self._observe(tool, reply, started)
         return reply
 
-    async def _run(self, call: ToolCall, token: CancelToken) -> ToolReply:
+    async def _run(
+        self, call: ToolCall, token: CancelToken, principal: Principal | None
+    ) -> ToolReply:
         try:
-            # 3. wait for the caller and min_seq
+            # 4. wait for the caller and min_seq
             await self._wait_for_caller(call, token)
             caller_id = call.caller.session_id if call.caller is not None else ""
             tool = lookup(call.tool)
-            # 4. gate
+            # 5. gate
             async with self.gates.run(caller_id, exclusive=tool.exclusive):
                 token.check()
-                # 5. arguments
+                # 6. arguments
                 args = parse_arguments(tool, call.arguments)
-                # 6. caller
+                # 7. caller (in the workspace its host vouched for)
                 caller = await resolve_caller(self.service, call.caller, token)
-                # 7. authorization -> query -> rendering
+                if principal is not None and caller.header.cwd != principal.workspace:
+                    raise caller_unauthenticated()
+                # 8. authorization -> query -> rendering
                 text = await tool.run(self._context, caller, args, token)
-            # 8. exactly one reply
+            # 9. exactly one reply
             token.check()
             return ToolReply(output=text)
         except ToolAbortError as abort:
@@ -279,6 +216,14 @@ class Pipeline:
         if abort is not None:
             return ToolReply(error=abort, cancel_reason=token.reason)
         return ToolReply(error=error.failure())
+
+    def _authenticate(self, call: ToolCall) -> Principal | None:
+        """The verified principal, or None when this pipeline does not authenticate
+        (embedded loopback mode, in-process calls)."""
+        if self.authenticator is None:
+            return None
+        session_id = call.caller.session_id if call.caller is not None else None
+        return self.authenticator.verify(call.token, call.id, session_id)
 
     async def _wait_for_caller(self, call: ToolCall, token: CancelToken) -> None:
         """Read-your-writes: wait until the caller's log is applied through ``min_seq``

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from indexer.settings import KafkaSettings, RoleSettings, ServiceSettings
 from worker.limits import ToolLimits
@@ -38,6 +38,22 @@ class WorkerSettings(ServiceSettings):
         default="0.0.0.0:9465",
         description="HOST:PORT for /metrics, /healthz, /readyz; empty disables",
     )
+    keyring: Path | None = Field(
+        default=None, description="host public keys that may vouch for callers (JSON file)"
+    )
+    insecure_unauthenticated_callers: bool = Field(
+        default=False,
+        description="answer requests without a caller token (only on a trusted network)",
+    )
+
+    @model_validator(mode="after")
+    def _callers_are_authenticated(self) -> WorkerSettings:
+        if self.keyring is None and not self.insecure_unauthenticated_callers:
+            raise ValueError(
+                "a worker authenticates its callers: give --keyring FILE (SESSIONQ_KEYRING), "
+                "or --insecure-unauthenticated-callers on a trusted network"
+            )
+        return self
 
 
 class ServeSettings(ServiceSettings):
@@ -64,6 +80,12 @@ class CallSettings(RoleSettings):
     data: Path | None = Field(default=None, description="data directory")
     kafka: KafkaSettings | None = None
     tools: ToolLimits = Field(default_factory=ToolLimits)
+    signing_key: Path | None = Field(
+        default=None, description="the host's Ed25519 private key (PEM) that signs callers"
+    )
+    key_id: str | None = Field(
+        default=None, min_length=1, description="the signing key's id in the workers' keyring"
+    )
 
 
 class TopicsSettings(RoleSettings):

@@ -242,11 +242,13 @@ async def running_worker(
     group: str,
     *,
     max_in_flight: int = 64,
+    keyring: Path | None = None,
     reply_topics: Sequence[str] | None = None,
 ) -> AsyncIterator[Worker]:
     """A ``Worker`` serving in a background task over ``data_dir`` (which must hold a store
-    already); stopped on exit. Its replies may go to the test's replies topic and, like
-    the product default, to ``<replies topic>.*`` unless ``reply_topics`` says otherwise."""
+    already); stopped on exit. Without a ``keyring`` callers are not authenticated. Its
+    replies may go to the test's replies topic and, like the product default, to
+    ``<replies topic>.*`` unless ``reply_topics`` says otherwise."""
     service = StoreQueryService(data_dir)
     if reply_topics is None:
         reply_topics = [kafka.replies_topic, f"{kafka.replies_topic}.*"]
@@ -256,6 +258,8 @@ async def running_worker(
         group=group,
         max_in_flight=max_in_flight,
         reply_topics=list(reply_topics),
+        keyring=keyring,
+        insecure_unauthenticated_callers=keyring is None,
     )
     worker = Worker(settings, service)
     await worker.start()

@@ -77,7 +77,16 @@ async def test_two_worker_processes_share_the_load_and_survive_a_sigkill(
     tools = Pipeline(service)
     keys = keys_per_partition(PARTITIONS)  # routing key -> a known request partition
     procs = Processes(tmp_path, topics)
-    args = ("worker", "--bootstrap", kafka_bootstrap, "--data", str(data), "--group", group)
+    args = (
+        "worker",
+        "--bootstrap",
+        kafka_bootstrap,
+        "--data",
+        str(data),
+        "--group",
+        group,
+        "--insecure-unauthenticated-callers",
+    )
     counter = itertools.count()
 
     async def call(client: SessionqClient, n: int) -> tuple[str, Reply]:

@@ -10,17 +10,16 @@ from typing import Any
 import orjson
 import pytest
 
-from worker.contract.outcome import ToolReply
-from worker.pipeline import (
+from worker.cancels import (
     CANCEL_REASON_MAX_BYTES,
     EARLY_CANCEL_BYTES,
     EARLY_CANCELS,
     OVERSIZED_REASON,
     EarlyCancels,
-    Pipeline,
-    ToolCall,
     bounded_reason,
 )
+from worker.contract.outcome import ToolReply
+from worker.pipeline import Pipeline, ToolCall
 from worker.tools.access import Caller
 
 WAIT_S = 5.0
@@ -47,7 +46,7 @@ def waiting_call(request_id: str) -> ToolCall:
 
 async def in_flight(pipeline: Pipeline, request_id: str, copies: int) -> None:
     async def all_there() -> None:
-        while len(pipeline._tokens.get(request_id, ())) < copies:
+        while len(pipeline.in_flight._calls.get(request_id, ())) < copies:
             await asyncio.sleep(0.001)
 
     await asyncio.wait_for(all_there(), WAIT_S)
@@ -70,8 +69,8 @@ async def test_a_cancel_reaches_every_in_flight_copy_of_a_redelivered_request() 
     pipeline.cancel("r1", "stop")
     replies = await asyncio.wait_for(asyncio.gather(first, second), WAIT_S)
     assert all(cancelled(r) and r.cancel_reason == "stop" for r in replies), replies
-    assert pipeline._tokens == {}
-    assert len(pipeline._early_cancels) == 0  # it reached calls: nothing remembered
+    assert pipeline.in_flight._calls == {}
+    assert len(pipeline.in_flight.early) == 0  # it reached calls: nothing remembered
 
 
 async def test_a_finished_copy_forgets_only_its_own_token() -> None:
@@ -83,11 +82,11 @@ async def test_a_finished_copy_forgets_only_its_own_token() -> None:
     await in_flight(pipeline, "r1", 2)
     timed_out = await asyncio.wait_for(short, WAIT_S)
     assert timed_out.error is not None and timed_out.error.code == "TOOL_TIMEOUT"
-    assert len(pipeline._tokens["r1"]) == 1  # the other copy is still cancellable
+    assert len(pipeline.in_flight._calls["r1"]) == 1  # the other copy is still cancellable
     pipeline.cancel("r1", "late")
     reply = await asyncio.wait_for(long, WAIT_S)
     assert cancelled(reply) and reply.cancel_reason == "late"
-    assert pipeline._tokens == {}
+    assert pipeline.in_flight._calls == {}
 
 
 # ---- the reason bound ----------------------------------------------------------------------------
@@ -215,7 +214,7 @@ async def test_the_pipeline_stores_bounded_reasons_within_its_budgets() -> None:
     pipeline = waiting_pipeline()
     for i in range(EARLY_CANCELS + 1):
         pipeline.cancel(f"unknown-{i}", "w" * 1_000_000)  # 1 MB each, as sent
-    early = pipeline._early_cancels
+    early = pipeline.in_flight.early
     assert len(early) == EARLY_CANCELS and early.bytes <= EARLY_CANCEL_BYTES
     assert "unknown-0" not in early  # the oldest went first
     newest = await pipeline.answer(waiting_call(f"unknown-{EARLY_CANCELS}"))

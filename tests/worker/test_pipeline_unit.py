@@ -20,11 +20,12 @@ import pytest
 from indexer.metrics import Metrics
 from tests.builders import header
 from tests.worker.conftest import Gate, Harness, HarnessFactory
+from worker.cancels import EARLY_CANCELS
 from worker.contract.envelopes import CallerRef, ToolRequest
 from worker.contract.errors import HarnessError
 from worker.contract.outcome import ToolReply
 from worker.limits import ToolLimits
-from worker.pipeline import EARLY_CANCELS, Pipeline, ToolCall, deadline_for
+from worker.pipeline import Pipeline, ToolCall, deadline_for
 from worker.tools.access import Caller
 from worker.tools.registry import TOOLS, lookup
 

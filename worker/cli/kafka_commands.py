@@ -71,7 +71,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         service = StoreQueryService(settings.data)
         metrics = Metrics("worker")
         worker = Worker(settings, service, metrics=metrics)
-        runner = await serve_ops(settings.metrics_listen, metrics, worker.ready)
+        runner = await serve_ops(
+            settings.metrics_listen, metrics, worker.ready, worker.readiness_notes
+        )
         if settings.wait_for_index:
             await wait_for_index(settings.data)
         await worker.start()

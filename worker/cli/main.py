@@ -12,9 +12,11 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from indexer.errors import KafkaAccessError, UndeliverableError
 from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
+from worker.cli.keys_command import add_keys_command
 from worker.cli.options import EXIT_FAILED, nonneg_int, positive_int, setting
 from worker.cli.serve_command import cmd_serve
 from worker.cli.store_commands import (
@@ -71,7 +73,7 @@ def _tool_limits(p: argparse.ArgumentParser) -> None:
     setting(p, "--max-timeout-ms", type=positive_int, help="cap on a request's timeout_ms")
 
 
-def _store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _store_commands(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("ingest", help="index dsh session logs (files or dsh roots)")
     p.add_argument("paths", nargs="+", help="session log files or directories")
     _data(p)
@@ -93,6 +95,11 @@ def _store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--step-seq", type=nonneg_int, default=None, help="seq of the caller's current step/start"
     )
     p.add_argument("--timeout-ms", type=nonneg_int, default=None, help="call deadline")
+    p.add_argument(
+        "--workspace", default=None, help="the caller's cwd, vouched for in its token (Kafka)"
+    )
+    setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
+    setting(p, "--key-id", help="the signing key's id in the workers' keyring")
     p.add_argument("--json", action="store_true", help="print the reply envelope")
     p.add_argument("--verbose", action="store_true", help="print internal diagnostics")
     p.set_defaults(handler=cmd_call)
@@ -107,7 +114,7 @@ def _store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(handler=cmd_demo_corpus)
 
 
-def _kafka_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _kafka_commands(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("topics", help="Kafka topics")
     tsub = p.add_subparsers(dest="topics_command", required=True)
     tp = tsub.add_parser("create", help="create sessionq's topics (idempotent)")
@@ -139,6 +146,13 @@ def _kafka_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="PATTERN",
         help="fnmatch patterns a request's reply_to must match (besides the replies topic)",
     )
+    setting(p, "--keyring", type=Path, help="host public keys that may vouch for callers")
+    setting(
+        p,
+        "--insecure-unauthenticated-callers",
+        action="store_true",
+        help="answer requests without a caller token (trusted networks only)",
+    )
     setting(
         p,
         "--wait-for-index",
@@ -157,11 +171,21 @@ def _kafka_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(handler=cmd_publish)
 
 
+class _Parser(argparse.ArgumentParser):
+    """No abbreviated flags anywhere: ``--sasl-password X`` must not be taken for
+    ``--sasl-password-file X`` (a secret in argv, then echoed as a path)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sessionq", description=__doc__)
+    parser = _Parser(prog="sessionq", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _store_commands(sub)
     _kafka_commands(sub)
+    add_keys_command(sub)
 
     p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
     setting(p, "--sessions", nargs="+", type=Path, help="dsh session root(s) or log files")

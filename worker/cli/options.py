@@ -33,7 +33,9 @@ def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
 
 def _describe(error: Mapping[str, Any]) -> str:
     loc = [str(part) for part in error.get("loc", ()) if isinstance(part, str)]
-    name = loc[-1] if loc else "settings"
+    if not loc:  # a rule over several settings: its message names them
+        return str(error.get("msg", "invalid settings")).removeprefix("Value error, ")
+    name = loc[-1]
     where = f"--{name.replace('_', '-')} / {env_name(name)}"
     if error.get("type") == "missing":
         return f"{where} is required"

@@ -21,12 +21,17 @@ def setup_logging(settings: ServiceSettings) -> None:
     configure_logging(settings.log_format, settings.log_level)
 
 
-async def serve_ops(listen: str, metrics: Metrics, ready: Readiness) -> web.AppRunner | None:
+async def serve_ops(
+    listen: str,
+    metrics: Metrics,
+    ready: Readiness,
+    notes: Callable[[], dict[str, str]] | None = None,
+) -> web.AppRunner | None:
     """Start ``/metrics``, ``/healthz``, ``/readyz`` when a listen address is configured."""
     if not listen:
         return None
     app = web.Application()
-    app.add_routes(ops_routes(metrics, ready))
+    app.add_routes(ops_routes(metrics, ready, notes))
     runner, port = await start_server(app, listen)
     print(f"metrics on {listen.rpartition(':')[0]}:{port}", file=sys.stderr)
     return runner

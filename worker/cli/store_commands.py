@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from indexer.settings import IngestSettings, KafkaSettings
+from indexer.settings import IngestSettings
 from worker.cli.options import (
     EXIT_FAILED,
     EXIT_OK,
@@ -113,18 +113,28 @@ def _print_reply(args: argparse.Namespace, reply: Reply) -> int:
 
 
 async def _call_over_kafka(
-    kafka: KafkaSettings, args: argparse.Namespace, arguments: object, request_id: str, cap: int
+    settings: CallSettings, args: argparse.Namespace, arguments: object, request_id: str
 ) -> Reply:
+    from worker.authn.tokens import CallerSigner
     from worker.kafka.client import call_once
 
+    assert settings.kafka is not None
+    signer = None
+    if settings.signing_key is not None:
+        if settings.key_id is None:
+            fail(args.command, "--signing-key needs --key-id (SESSIONQ_KEY_ID)")
+        signer = CallerSigner.from_file(settings.key_id, settings.signing_key)
+    cap = settings.tools.max_timeout_ms
     return await call_once(
-        kafka,
+        settings.kafka,
         args.tool,
         arguments,
         session_id=args.caller,
         step_seq=args.step_seq,
         timeout_ms=args.timeout_ms if args.timeout_ms is not None else cap,
         request_id=request_id,
+        signer=signer,
+        workspace=args.workspace,
     )
 
 
@@ -141,9 +151,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     request_id = str(uuid.uuid4())
     if settings.kafka is not None:
         reply = asyncio.run(
-            _call_over_kafka(
-                settings.kafka, args, arguments, request_id, settings.tools.max_timeout_ms
-            )
+            _call_over_kafka(settings, args, arguments, request_id)
         )
         return _print_reply(args, reply)
     if settings.data is None:

@@ -23,12 +23,15 @@ class _Envelope(BaseModel):
 
 
 class CallerRef(BaseModel):
-    """The trusted caller (the host authenticates to Kafka; the model never sets this)."""
+    """The caller, as its host vouches for it (the model never sets this). ``token`` is
+    the host's proof (``worker.authn``): a JWT binding this request id, the session and
+    its workspace; workers with a keyring refuse requests without a valid one."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     session_id: str | None = None
     step_seq: int | None = Field(default=None, ge=0)
     min_seq: int | None = Field(default=None, ge=0)
+    token: str | None = Field(default=None, min_length=1, max_length=4096)
 
 
 class ToolRequest(_Envelope):
@@ -49,6 +52,7 @@ class CancelRequest(_Envelope):
     kind: Literal["cancel"]
     id: str = Field(min_length=1)
     reason: Any = None
+    caller: CallerRef | None = None  # with authentication: the request's own caller + token
 
 
 class ReplyError(BaseModel):

@@ -23,8 +23,10 @@ TOOL_CANCELLED: Final = "TOOL_CANCELLED"
 INVALID_QUERY: Final = "SESSION_QUERY_INVALID_QUERY"
 INVALID_FILTER: Final = "SESSION_QUERY_INVALID_FILTER"
 SESSION_NOT_FOUND: Final = "SESSION_QUERY_SESSION_NOT_FOUND"
+CALLER_UNAUTHENTICATED: Final = "SESSION_QUERY_CALLER_UNAUTHENTICATED"
 
 UNAUTHORIZED_MESSAGE: Final = "session target is outside the caller workspace"
+UNAUTHENTICATED_MESSAGE: Final = "the caller of this request is not authenticated"
 TOOL_FAILED_MESSAGE: Final = "session query operation failed"
 CANCELLED_MESSAGE: Final = "tool call was cancelled"
 
@@ -71,6 +73,12 @@ class ToolAbortError(HarnessError):
     def __init__(self, failure: ToolFailure, reason: Any = None) -> None:
         super().__init__(failure.message, failure.code)
         self.reason = reason
+
+
+def caller_unauthenticated() -> HarnessError:
+    """The one refusal of a request whose host did not prove it speaks for the caller
+    (sessionq addition to the closed set); it never names a session."""
+    return HarnessError(UNAUTHENTICATED_MESSAGE, CALLER_UNAUTHENTICATED)
 
 
 def missing_agent() -> HarnessError:

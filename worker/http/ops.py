@@ -28,7 +28,11 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host.strip("[]"), number
 
 
-def ops_routes(metrics: Metrics, ready: Readiness) -> list[web.RouteDef]:
+def ops_routes(
+    metrics: Metrics, ready: Readiness, notes: Callable[[], dict[str, str]] | None = None
+) -> list[web.RouteDef]:
+    """``notes`` adds fields to the ``/readyz`` body (e.g. a security warning)."""
+
     async def metrics_view(_: web.Request) -> web.Response:
         return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -38,7 +42,8 @@ def ops_routes(metrics: Metrics, ready: Readiness) -> list[web.RouteDef]:
     async def readyz(_: web.Request) -> web.Response:
         ok = await ready()
         metrics.ready.set(1 if ok else 0)
-        return web.json_response({"ready": ok}, status=200 if ok else 503)
+        body: dict[str, object] = {"ready": ok, **(notes() if notes is not None else {})}
+        return web.json_response(body, status=200 if ok else 503)
 
     return [
         web.get("/metrics", metrics_view),

@@ -18,6 +18,7 @@ import orjson
 
 from indexer.kafka.group import Producer, ReplyReader
 from indexer.settings import KafkaSettings
+from worker.authn.tokens import CallerSigner
 from worker.contract.envelopes import Reply, decode_reply, error_reply
 
 log = logging.getLogger("sessionq.client")
@@ -34,8 +35,12 @@ class SessionqClient:
         requests_topic: str | None = None,
         reply_topic: str | None = None,
         client_id: str | None = None,
+        signer: CallerSigner | None = None,
     ) -> None:
-        """Topics default to ``kafka``'s requests and replies topics."""
+        """Topics default to ``kafka``'s requests and replies topics. ``signer`` (the
+        host's key) adds a caller token to every request; workers with a keyring
+        answer no request without one."""
+        self.signer = signer
         cid = client_id or f"sessionq-host-{uuid.uuid4().hex[:8]}"
         self.requests_topic = requests_topic or kafka.requests_topic
         self.reply_topic = reply_topic or kafka.replies_topic
@@ -101,14 +106,21 @@ class SessionqClient:
         timeout_ms: int | None = None,
         routing_key: str | None = None,
         request_id: str | None = None,
+        workspace: str | None = None,
     ) -> Reply:
         """Send one request and await its reply.
 
-        ``routing_key`` is the caller's workspace key (its cwd, or ``session:<id>``); it
-        only chooses the partition. Cancelling the awaiting task publishes a cancel record.
+        ``workspace`` is the caller's cwd (None: it has none); a signing client vouches
+        for it in the caller token, and the worker checks it against the caller's stored
+        header. ``routing_key`` (default: the workspace, or ``session:<id>``) only
+        chooses the partition. Cancelling the awaiting task publishes a cancel record.
         """
         rid = request_id or str(uuid.uuid4())
         caller: dict[str, Any] = {"session_id": session_id}
+        if self.signer is not None:
+            caller["token"] = self.signer.token(rid, session_id, workspace)
+        if routing_key is None and workspace is not None:
+            routing_key = workspace
         if step_seq is not None:
             caller["step_seq"] = step_seq
         if min_seq is not None:
@@ -133,7 +145,11 @@ class SessionqClient:
             return await asyncio.wait_for(asyncio.shield(fut), wait)
         except TimeoutError:
             await self.cancel(
-                rid, {"code": "TOOL_TIMEOUT", "message": "host stopped waiting"}, routing_key=key
+                rid,
+                {"code": "TOOL_TIMEOUT", "message": "host stopped waiting"},
+                routing_key=key,
+                session_id=session_id,
+                workspace=workspace,
             )
             return error_reply(rid, "TOOL_TIMEOUT", f"tool call timed out after {timeout_ms}ms")
         except asyncio.CancelledError:
@@ -142,16 +158,32 @@ class SessionqClient:
                     rid,
                     {"code": "SESSION_QUERY_ABORTED", "message": "session query was cancelled"},
                     routing_key=key,
+                    session_id=session_id,
+                    workspace=workspace,
                 )
             )
             raise
         finally:
             self._pending.pop(rid, None)
 
-    async def cancel(self, request_id: str, reason: Any, *, routing_key: bytes) -> None:
+    async def cancel(
+        self,
+        request_id: str,
+        reason: Any,
+        *,
+        routing_key: bytes,
+        session_id: str | None = None,
+        workspace: str | None = None,
+    ) -> None:
         """Publish a cancel record; it carries the request's key so it lands in the same
-        partition, i.e. at the worker that owns the request."""
-        record = {"v": 1, "kind": "cancel", "id": request_id, "reason": reason}
+        partition, i.e. at the worker that owns the request. A signing client signs it
+        for the request's caller: workers that authenticate honour only such cancels."""
+        record: dict[str, Any] = {"v": 1, "kind": "cancel", "id": request_id, "reason": reason}
+        if session_id is not None:
+            caller: dict[str, Any] = {"session_id": session_id}
+            if self.signer is not None:
+                caller["token"] = self.signer.token(request_id, session_id, workspace)
+            record["caller"] = caller
         await self._producer.send(self.requests_topic, orjson.dumps(record), key=routing_key)
 
 
@@ -164,9 +196,11 @@ async def call_once(
     step_seq: int | None = None,
     timeout_ms: int,
     request_id: str | None = None,
+    signer: CallerSigner | None = None,
+    workspace: str | None = None,
 ) -> Reply:
     """One call with a short-lived client (the CLI's ``--bootstrap`` mode)."""
-    async with SessionqClient(kafka) as client:
+    async with SessionqClient(kafka, signer=signer) as client:
         return await client.call(
             tool,
             arguments,
@@ -174,4 +208,5 @@ async def call_once(
             step_seq=step_seq,
             timeout_ms=timeout_ms,
             request_id=request_id,
+            workspace=workspace,
         )

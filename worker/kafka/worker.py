@@ -26,6 +26,8 @@ from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.kafka.group import GroupSource, Producer
 from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
+from worker.authn.keyring import Keyring
+from worker.authn.tokens import CallerAuthenticator
 from worker.contract.envelopes import (
     CancelRequest,
     EnvelopeError,
@@ -70,6 +72,15 @@ def reply_topic_refusal(topic: str, settings: WorkerSettings) -> str | None:
     return f"{refused}: it matches no allowed reply topic (reply_topics)"
 
 
+def _authenticator(settings: WorkerSettings) -> CallerAuthenticator | None:
+    """The keyring's verifier; without one (settings allow that only when asked for
+    explicitly) every caller is taken at its word, and the log says so."""
+    if settings.keyring is not None:
+        return CallerAuthenticator(Keyring(settings.keyring))
+    log.warning("callers are NOT authenticated (--insecure-unauthenticated-callers)")
+    return None
+
+
 class Worker:
     """Answers requests from the requests topic; several processes form one group."""
 
@@ -85,7 +96,9 @@ class Worker:
         self.settings = settings
         self.kafka = kafka
         self.service = service
-        self.source = GroupSource(kafka, kafka.requests_topic, settings.group, client_id=client_id)
+        self.source = GroupSource(
+            kafka, kafka.requests_topic, settings.group, client_id=client_id
+        )
         self.producer = Producer(
             kafka,
             client_id=f"{client_id}-replies",
@@ -94,7 +107,11 @@ class Worker:
         )
         self.metrics = metrics if metrics is not None else Metrics("worker")
         self.pipeline = Pipeline(
-            service, settings.tools, metrics=self.metrics, wait_for_caller=True
+            service,
+            settings.tools,
+            metrics=self.metrics,
+            wait_for_caller=True,
+            authenticator=_authenticator(settings),
         )
         self.offsets = OffsetTracker()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -122,6 +139,12 @@ class Worker:
         """Ready once the member joined its group (it may still own no partition)."""
         return self._started and not self._stopping.is_set()
 
+    def readiness_notes(self) -> dict[str, str]:
+        """What ``/readyz`` says besides ready or not."""
+        if self.pipeline.authenticator is None:
+            return {"warning": "callers are not authenticated"}
+        return {}
+
     async def stop(self) -> None:
         self._stopping.set()
 
@@ -146,7 +169,13 @@ class Worker:
                 decoded = self._decode(record)
                 if isinstance(decoded, CancelRequest):
                     # cancels never wait for a slot: they must reach the calls holding them
-                    self.pipeline.cancel(decoded.id, decoded.reason)
+                    ref = decoded.caller
+                    self.pipeline.cancel(
+                        decoded.id,
+                        decoded.reason,
+                        session_id=ref.session_id if ref is not None else None,
+                        token=ref.token if ref is not None else None,
+                    )
                     self.offsets.finished(record.partition, record.offset)
                     continue
                 await self._slots.acquire()

@@ -15,14 +15,7 @@ import pytest
 from indexer.errors import REPLY_TOPIC_REFUSED
 from indexer.settings import KafkaSettings
 from tests.builders import header, plain, user
-from tests.kafka.conftest import (  # the Kafka fixtures, for this directory too
-    TopicFactory,
-    UniqueName,
-    kafka_bootstrap,  # noqa: F401
-    kafka_broker,  # noqa: F401
-    topic_factory,  # noqa: F401
-    unique_name,  # noqa: F401
-)
+from tests.kafka.conftest import TopicFactory, UniqueName
 from tests.kafka.harness import Stack, end_offsets, read_topic, stack_with_session
 from tests.kafka.records import dead_letters, request_record
 from tests.kafka.waiting import wait_until
@@ -107,9 +100,9 @@ def test_the_env_variable_is_a_pathsep_list(monkeypatch: pytest.MonkeyPatch) -> 
 # ---- over a real broker --------------------------------------------------------------------------
 @pytest.fixture
 async def stack(
-    kafka_bootstrap: str,  # noqa: F811
-    topic_factory: TopicFactory,  # noqa: F811
-    unique_name: UniqueName,  # noqa: F811
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    unique_name: UniqueName,
     tmp_path: Path,
 ) -> AsyncIterator[Stack]:
     async with stack_with_session(
@@ -121,7 +114,7 @@ async def stack(
 @pytest.mark.kafka
 async def test_refused_reply_topics_get_a_dead_letter_and_nothing_else(
     stack: Stack,
-    topic_factory: TopicFactory,  # noqa: F811
+    topic_factory: TopicFactory,
 ) -> None:
     topics = stack.topics
     unlisted = await topic_factory(partitions=1)  # exists, but no pattern matches it

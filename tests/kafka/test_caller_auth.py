@@ -1,0 +1,120 @@
+"""Authenticated callers over a real broker (issue 9): a worker with a keyring answers only
+requests whose host token vouches for this request, this caller and its workspace."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from tests.builders import header, user
+from tests.kafka.harness import (
+    caught_up,
+    create_topics,
+    running_indexer,
+    running_worker,
+    wait_assigned,
+)
+from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
+from tests.kafka.waiting import wait_until
+from worker.authn.keyring import keyring_entry
+from worker.authn.tokens import CallerSigner, generate_key_pair
+from worker.contract.errors import CALLER_UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE
+from worker.kafka.client import SessionqClient
+
+pytestmark = pytest.mark.kafka
+
+A = header("auth-a", cwd="/work/a")
+B = header("auth-b", cwd="/work/b")
+A2 = header("auth-a2", cwd="/work/a")
+
+
+def signer_for(tmp_path: Path, kid: str, workspaces: list[str]) -> tuple[CallerSigner, dict]:
+    private, public = generate_key_pair()
+    (tmp_path / f"{kid}.key").write_text(private)
+    return CallerSigner.from_file(kid, tmp_path / f"{kid}.key"), keyring_entry(
+        kid, public, workspaces
+    )
+
+
+async def test_only_requests_a_host_key_vouches_for_are_answered(
+    kafka_bootstrap: str,
+    topic_factory: Callable[..., Awaitable[str]],
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    topics = await create_topics(kafka_bootstrap, topic_factory, events=1, requests=2)
+    kafka = topics.kafka()
+    data = tmp_path / "data"
+    host_a, entry = signer_for(tmp_path, "host-a", ["/work/a"])
+    keyring = tmp_path / "keyring.json"
+    keyring.write_text(json.dumps({"keys": [entry]}))
+    async with (
+        running_indexer(data, kafka, batch_ms=20),
+        RawProducer(kafka_bootstrap) as producer,
+    ):
+        for head, text in ((A, "alpha needle"), (B, "bravo needle"), (A2, "second needle")):
+            key = routing_key(head)
+            await producer.send_json(topics.events, header_record(head), key=key)
+            await producer.send_json(
+                topics.events, events_record(head["id"], [user(0, text)]), key=key
+            )
+        await wait_until(
+            lambda: caught_up(data, kafka_bootstrap, topics.events),
+            timeout=60,
+            what="the indexer to catch up",
+            interval=0.05,
+        )
+        async with (
+            running_worker(data, kafka, unique_name("group"), keyring=keyring) as worker,
+            SessionqClient(kafka, signer=host_a) as signed,
+            SessionqClient(kafka) as unsigned,
+            ReplyTap(kafka_bootstrap, topics.replies) as tap,
+        ):
+            await wait_assigned(worker, 2)
+            assert worker.readiness_notes() == {}
+            search = {"query": "needle"}
+            ok = await signed.call(
+                "session_search", search, session_id="auth-a", workspace="/work/a",
+                timeout_ms=20000,
+            )
+            assert ok.ok, ok.text
+            assert "auth-a2" in (ok.text or "") and "auth-b" not in (ok.text or "")
+
+            refusals = [
+                # no token at all
+                await unsigned.call(
+                    "session_search", search, session_id="auth-a", routing_key="/work/a",
+                    timeout_ms=20000,
+                ),
+                # host-a may not speak for /work/b
+                await signed.call(
+                    "session_search", search, session_id="auth-b", workspace="/work/b",
+                    timeout_ms=20000,
+                ),
+                # host-a claims /work/a for a caller whose stored cwd is /work/b
+                await signed.call(
+                    "session_search", search, session_id="auth-b", workspace="/work/a",
+                    timeout_ms=20000,
+                ),
+            ]
+            # a token replayed onto another request id
+            stolen = host_a.token("req-original", "auth-a", "/work/a")
+            await producer.send_json(
+                topics.requests,
+                {
+                    "v": 1, "kind": "request", "id": "req-replayed", "reply_to": topics.replies,
+                    "tool": "session_search", "arguments": search,
+                    "caller": {"session_id": "auth-a", "token": stolen},
+                },
+                key="/work/a",
+            )
+            replayed = (await tap.wait_for(["req-replayed"], timeout=30))["req-replayed"]
+            for reply in [*refusals, replayed]:
+                assert reply.error is not None, reply.text
+                assert (reply.error.code, reply.error.message) == (
+                    CALLER_UNAUTHENTICATED,
+                    UNAUTHENTICATED_MESSAGE,
+                )

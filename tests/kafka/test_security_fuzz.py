@@ -1,0 +1,192 @@
+"""The security fuzz of issue 9 (part 7), over the real transport: 10,000 requests that
+mix valid, forged, expired, replayed and wrong-workspace caller tokens, foreign cancels
+and refused ``reply_to`` topics, against a worker with a keyring. Outcome: no reply
+carries another workspace's session ids or text, no reply goes anywhere but the allowed
+reply topic, no foreign cancel stops a call, and every bad token gets the one closed
+refusal."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+
+from tests.builders import header, user
+from tests.kafka.harness import (
+    caught_up,
+    create_topics,
+    end_offsets,
+    read_topic,
+    running_indexer,
+    running_worker,
+    wait_assigned,
+)
+from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
+from tests.kafka.waiting import wait_until
+from worker.authn.keyring import keyring_entry
+from worker.authn.tokens import CallerSigner, generate_key_pair
+from worker.contract.errors import CALLER_UNAUTHENTICATED
+
+pytestmark = pytest.mark.kafka
+
+REQUESTS = 10_000
+WORKSPACES = {"/work/a": ["fz-a1", "fz-a2", "fz-a3"], "/work/b": ["fz-b1", "fz-b2", "fz-b3"]}
+SECRET = {sid: f"secret{sid.replace('-', '')}" for ids in WORKSPACES.values() for sid in ids}
+CWD = {sid: ws for ws, ids in WORKSPACES.items() for sid in ids}
+
+
+def make_signer(tmp_path: Path, kid: str, workspaces: list[str]) -> tuple[CallerSigner, dict]:
+    private, public = generate_key_pair()
+    (tmp_path / f"{kid}.key").write_text(private)
+    return CallerSigner.from_file(kid, tmp_path / f"{kid}.key"), keyring_entry(
+        kid, public, workspaces
+    )
+
+
+async def test_security_fuzz_over_kafka(
+    kafka_bootstrap: str,
+    topic_factory: Callable[..., Awaitable[str]],
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(9)
+    topics = await create_topics(kafka_bootstrap, topic_factory, events=1, requests=2)
+    kafka = topics.kafka()
+    data = tmp_path / "data"
+    signers = {}
+    entries = []
+    for kid, ws in (("host-a", "/work/a"), ("host-b", "/work/b")):
+        signers[ws], entry = make_signer(tmp_path, kid, [ws])
+        entries.append(entry)
+    rogue, _ = make_signer(tmp_path, "host-a", ["*"])  # same kid, not in the keyring
+    keyring = tmp_path / "keyring.json"
+    keyring.write_text(json.dumps({"keys": entries}))
+
+    async with (
+        running_indexer(data, kafka, batch_ms=20),
+        RawProducer(kafka_bootstrap, max_request_size=8 * 1024 * 1024) as producer,
+    ):
+        for sid, ws in CWD.items():
+            head = header(sid, cwd=ws)
+            key = routing_key(head)
+            await producer.send_json(topics.events, header_record(head), key=key)
+            await producer.send_json(
+                topics.events, events_record(sid, [user(0, f"{SECRET[sid]} shared needle")]),
+                key=key,
+            )
+        await wait_until(
+            lambda: caught_up(data, kafka_bootstrap, topics.events),
+            timeout=60, what="the indexer to catch up", interval=0.05,
+        )
+        events_end = await end_offsets(kafka_bootstrap, topics.events)
+        async with (
+            running_worker(data, kafka, unique_name("group"), keyring=keyring) as worker,
+            ReplyTap(kafka_bootstrap, topics.replies) as tap,
+        ):
+            await wait_assigned(worker, 2)
+            plan: dict[str, tuple[str, str, str]] = {}  # id -> (kind, caller, reply_to)
+            sends: list[tuple[dict[str, Any], str]] = []
+            now = int(time.time())
+            refused_topics = [topics.events, topics.requests, topics.dlq, "__consumer_offsets"]
+            for n in range(REQUESTS):
+                rid = f"fz-{n}"
+                caller = rng.choice(list(CWD))
+                ws = CWD[caller]
+                other_ws = next(w for w in WORKSPACES if w != ws)
+                kind = rng.choices(
+                    ["valid", "forged", "expired", "replayed", "wrong-ws", "rogue",
+                     "reply-to", "foreign-cancel"],
+                    weights=[30, 8, 8, 8, 10, 6, 10, 20],
+                )[0]
+                reply_to = topics.replies
+                token: str | None = signers[ws].token(rid, caller, ws)
+                if kind == "forged":
+                    token = rng.choice([None, "x.y.z", token[:-4] + "AAAA"])
+                elif kind == "expired":
+                    token = jwt.encode(
+                        {"rid": rid, "sub": caller, "ws": ws, "iat": now - 600, "exp": now - 300},
+                        signers[ws]._key, algorithm="EdDSA", headers={"kid": signers[ws].kid},
+                    )
+                elif kind == "replayed":
+                    token = signers[ws].token(f"fz-{n}-original", caller, ws)
+                elif kind == "wrong-ws":
+                    token = signers[other_ws].token(rid, caller, other_ws)  # lies about the cwd
+                elif kind == "rogue":
+                    token = rogue.token(rid, caller, ws)
+                elif kind == "reply-to":
+                    reply_to = rng.choice(refused_topics)
+                tool, arguments = rng.choice(
+                    [
+                        ("session_search", {"query": "shared needle"}),
+                        ("session_search", {"query": "needle", "include_root_sessions": True}),
+                        ("session_trace", {"session_id": rng.choice(list(CWD))}),
+                        ("session_event_read", {"session_id": rng.choice(list(CWD)), "seq": 0}),
+                    ]
+                )
+                request = {
+                    "v": 1, "kind": "request", "id": rid, "reply_to": reply_to, "tool": tool,
+                    "arguments": arguments, "timeout_ms": 60000,
+                    "caller": {"session_id": caller, **({"token": token} if token else {})},
+                }
+                plan[rid] = (kind, caller, reply_to)
+                sends.append((request, ws))
+                if kind == "foreign-cancel":
+                    thief = rng.choice(["unsigned", "other-host", "rogue"])
+                    cancel_token = {
+                        "unsigned": None,
+                        "other-host": signers[other_ws].token(rid, caller, ws),
+                        "rogue": rogue.token(rid, caller, ws),
+                    }[thief]
+                    cancel: dict[str, Any] = {
+                        "v": 1, "kind": "cancel", "id": rid,
+                        "reason": {"code": "SESSION_QUERY_ABORTED", "message": "stolen"},
+                        "caller": {"session_id": caller,
+                                   **({"token": cancel_token} if cancel_token else {})},
+                    }
+                    sends.append((cancel, ws))
+            for start in range(0, len(sends), 500):
+                await asyncio.gather(
+                    *(producer.send_json(topics.requests, record, key=ws)
+                      for record, ws in sends[start : start + 500])
+                )
+            answered = [rid for rid, (kind, _, _) in plan.items() if kind != "reply-to"]
+            replies = await tap.wait_for(answered, timeout=600)
+            await asyncio.sleep(1.0)  # let any stray reply to a refused topic land too
+
+    outcomes: Counter[str] = Counter()
+    for rid, reply in replies.items():
+        kind, caller, _ = plan[rid]
+        text = reply.text or ""
+        foreign = [s for s in CWD if CWD[s] != CWD[caller]]
+        assert not any(s in text or SECRET[s] in text for s in foreign), (rid, kind, text)
+        if kind in ("forged", "expired", "replayed", "wrong-ws", "rogue"):
+            assert reply.error is not None and reply.error.code == CALLER_UNAUTHENTICATED, (
+                rid, kind, reply,
+            )
+            outcomes["refused"] += 1
+        else:
+            assert reply.error is None or reply.error.code != CALLER_UNAUTHENTICATED, (rid, reply)
+            assert reply.error is None or reply.error.code not in (
+                "TOOL_CANCELLED", "SESSION_QUERY_ABORTED"
+            ), (rid, kind, reply)
+            outcomes["answered"] += 1
+    refused_ids = {rid for rid, (kind, _, _) in plan.items() if kind == "reply-to"}
+    assert not refused_ids & set(tap.by_id()), "a reply went to the allowed topic for a refused one"
+    assert await end_offsets(kafka_bootstrap, topics.events) == events_end  # nothing written there
+    letters = [json.loads(r.value) for r in await read_topic(kafka_bootstrap, topics.dlq)]
+    assert all("ok" not in letter and "reason" in letter for letter in letters)  # no reply
+    assert len({letter["source"]["offset"] for letter in letters}) >= len(refused_ids)
+    on_requests = [json.loads(r.value) for r in await read_topic(kafka_bootstrap, topics.requests)]
+    assert all(record.get("kind") in ("request", "cancel") for record in on_requests)
+    counts = Counter(kind for kind, _, _ in plan.values())
+    print(f"security fuzz: {REQUESTS} requests {dict(counts)}; outcomes {dict(outcomes)};"
+          f" {len(refused_ids)} refused reply topics dead-lettered, 0 foreign text,"
+          f" 0 foreign cancels honoured")

@@ -1,0 +1,149 @@
+"""The keyring of host public keys: which host key may speak for which workspaces.
+
+A JSON file, reloaded when it changes (checked at most once a second)::
+
+    {"keys": [{"kid": "host-a", "public_key": "-----BEGIN PUBLIC KEY-----\\n...",
+               "workspaces": ["/home/dev/", "/srv/app"]}]}
+
+``workspaces`` are cwd prefixes on path boundaries (``/srv/app`` covers ``/srv/app`` and
+``/srv/app/x``, not ``/srv/apple``); ``"*"`` covers every workspace, including callers
+without one. A file that cannot be read or parsed keeps the last good keyring (and is
+logged); at start it is an error naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+from indexer.errors import INVALID_CONFIG, SessionqError
+
+log = logging.getLogger("sessionq.authn")
+RELOAD_CHECK_S: Final = 1.0
+ANY_WORKSPACE: Final = "*"
+
+
+class KeyringError(SessionqError):
+    """The keyring file cannot be used; ``message`` names the file and the problem."""
+
+    code = INVALID_CONFIG
+
+
+@dataclass(frozen=True, slots=True)
+class HostKey:
+    kid: str
+    public_key: Ed25519PublicKey
+    workspaces: tuple[str, ...]
+
+    def covers(self, workspace: str | None) -> bool:
+        """Whether this host may speak for a caller in ``workspace`` (None: no cwd)."""
+        for prefix in self.workspaces:
+            if prefix == ANY_WORKSPACE:
+                return True
+            if workspace is None:
+                continue
+            base = prefix.rstrip("/") or "/"
+            if workspace == base or workspace.startswith(base if base == "/" else base + "/"):
+                return True
+        return False
+
+
+def _parse_key(entry: Any, where: str) -> HostKey:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} is not an object")
+    kid, pem, workspaces = entry.get("kid"), entry.get("public_key"), entry.get("workspaces")
+    if not isinstance(kid, str) or not kid:
+        raise ValueError(f"{where}.kid must be a non-empty string")
+    if not isinstance(pem, str):
+        raise ValueError(f"{where}.public_key must be a PEM string")
+    if (
+        not isinstance(workspaces, list)
+        or not workspaces
+        or not all(isinstance(w, str) and w for w in workspaces)
+    ):
+        raise ValueError(f"{where}.workspaces must be a non-empty list of cwd prefixes")
+    try:
+        key = load_pem_public_key(pem.encode())
+    except ValueError:
+        raise ValueError(f"{where}.public_key is not a PEM public key") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise ValueError(f"{where}.public_key is not an Ed25519 public key")
+    return HostKey(kid, key, tuple(workspaces))
+
+
+def parse_keyring(raw: bytes) -> dict[str, HostKey]:
+    obj = orjson.loads(raw)
+    keys = obj.get("keys") if isinstance(obj, dict) else None
+    if not isinstance(keys, list):
+        raise ValueError('the top level must be {"keys": [...]}')
+    out: dict[str, HostKey] = {}
+    for i, entry in enumerate(keys):
+        key = _parse_key(entry, f"keys[{i}]")
+        if key.kid in out:
+            raise ValueError(f"keys[{i}].kid {key.kid!r} appears twice")
+        out[key.kid] = key
+    return out
+
+
+def keyring_entry(kid: str, public_pem: str, workspaces: Sequence[str]) -> dict[str, Any]:
+    """One ``keys`` entry as ``sessionq keys generate`` prints it."""
+    return {"kid": kid, "public_key": public_pem, "workspaces": list(workspaces)}
+
+
+class Keyring:
+    """Host keys by ``kid``, from a file that is reloaded when it changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._signature: tuple[int, int, int] | None = None
+        self._checked = 0.0
+        self._keys = self._load()
+
+    def _stat(self) -> tuple[int, int, int]:
+        st = os.stat(self.path)
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _load(self) -> dict[str, HostKey]:
+        try:
+            signature = self._stat()
+            keys = parse_keyring(self.path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise KeyringError(f"keyring {self.path}: {exc}") from exc
+        self._signature = signature
+        return keys
+
+    def _maybe_reload(self) -> None:
+        now = time.monotonic()
+        if now - self._checked < RELOAD_CHECK_S:
+            return
+        self._checked = now
+        try:
+            changed = self._stat() != self._signature
+        except OSError:
+            changed = True
+        if not changed:
+            return
+        try:
+            self._keys = self._load()
+            log.info("keyring %s reloaded: %d keys", self.path, len(self._keys))
+        except KeyringError as exc:
+            log.error("%s; keeping the previous keyring", exc.message)
+
+    def get(self, kid: str) -> HostKey | None:
+        with self._lock:
+            self._maybe_reload()
+            return self._keys.get(kid)
+
+    def __len__(self) -> int:
+        return len(self._keys)

@@ -1,0 +1,67 @@
+"""``sessionq keys generate``: a host's Ed25519 key pair and its keyring entry."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from worker.authn.keyring import keyring_entry, parse_keyring
+from worker.authn.tokens import generate_key_pair
+from worker.cli.options import EXIT_OK, fail
+
+
+def _write_private(path: Path, pem: str) -> None:
+    """Owner-only from the first byte (no window where others may read the key)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(pem)
+
+
+def cmd_keys_generate(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    private_path, public_path = out / f"{args.kid}.key", out / f"{args.kid}.pub"
+    if private_path.exists() or public_path.exists():
+        fail(args.command, f"{private_path} or {public_path} exists already; not overwritten")
+    private, public = generate_key_pair()
+    _write_private(private_path, private)
+    public_path.write_text(public)
+    entry = keyring_entry(args.kid, public, args.workspace)
+    if args.keyring is not None:
+        keyring: Path = args.keyring
+        try:
+            current = orjson.loads(keyring.read_bytes()) if keyring.exists() else {"keys": []}
+            keys = current["keys"] if isinstance(current, dict) else None
+            if not isinstance(keys, list):
+                raise ValueError('the top level must be {"keys": [...]}')
+            updated = {"keys": [*keys, entry]}
+            parse_keyring(orjson.dumps(updated))  # the result must load
+        except (OSError, ValueError, KeyError) as exc:
+            fail(args.command, f"keyring {keyring}: {exc}")
+        keyring.write_bytes(orjson.dumps(updated, option=orjson.OPT_INDENT_2) + b"\n")
+        print(f"added {args.kid!r} to {keyring}", file=sys.stderr)
+    print(f"private key: {private_path} (keep it on the host; mode 0600)", file=sys.stderr)
+    print(f"public key:  {public_path}", file=sys.stderr)
+    sys.stdout.write(orjson.dumps(entry, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return EXIT_OK
+
+
+def add_keys_command(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("keys", help="caller-signing keys of hosts")
+    ksub = p.add_subparsers(dest="keys_command", required=True)
+    g = ksub.add_parser("generate", help="a host key pair and its keyring entry")
+    g.add_argument("--kid", required=True, help="the key's id (the host's name)")
+    g.add_argument("--out", type=Path, required=True, help="directory for KID.key and KID.pub")
+    g.add_argument(
+        "--workspace",
+        action="append",
+        required=True,
+        help="a cwd prefix this host may speak for (repeat; '*' for every workspace)",
+    )
+    g.add_argument("--keyring", type=Path, default=None, help="add the entry to this keyring file")
+    g.set_defaults(handler=cmd_keys_generate)
