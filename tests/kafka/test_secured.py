@@ -5,6 +5,7 @@ ways a misconfigured role fails: each a one-line error naming the cause, quickly
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -16,9 +17,12 @@ import pytest
 
 from indexer.errors import KafkaAccessError
 from indexer.kafka.group import GroupSource
+from indexer.query.service import StoreQueryService
 from tests.kafka.broker import BrokerStartError
 from tests.kafka.harness import (
+    ingest_reference,
     publish,
+    reference_reply,
     running_indexer,
     running_worker,
     stored_offsets,
@@ -32,8 +36,12 @@ from tests.kafka.secured import (
     SecuredBroker,
     start_secured_broker,
 )
+from tests.kafka.test_e2e import CALLS
 from tests.kafka.waiting import wait_until
+from worker.authn.keyring import keyring_entry
+from worker.authn.tokens import CallerSigner, generate_key_pair
 from worker.kafka.client import SessionqClient
+from worker.pipeline import Pipeline
 
 pytestmark = pytest.mark.kafka
 
@@ -109,36 +117,58 @@ def test_topics_create_warns_about_one_replica(secured_broker: SecuredBroker) ->
 async def test_end_to_end_with_a_user_per_role(
     secured_broker: SecuredBroker, corpus_dir: Path, tmp_path: Path
 ) -> None:
-    """Host publishes, the indexer indexes, a worker answers the host: each its own user."""
+    """The production path: the host publishes, the indexer indexes, a worker with a
+    keyring answers the host's signed calls — each role its own SASL_SSL user under its
+    ACLs — and every reply equals the in-process one byte for byte."""
     broker = secured_broker
     publisher = await publish(broker.kafka("host"), EVENTS, [corpus_dir])
     assert publisher.summary.records > 0
     data = tmp_path / "data"
-    async with running_indexer(data, broker.kafka("indexer"), batch_ms=20) as indexer:
-        await wait_until(
-            lambda: (
-                indexer.died()
-                or sum(o for (t, _), o in stored_offsets(data).items() if t == EVENTS)
-                >= publisher.summary.records
-            ),
-            timeout=60,
-            what="the indexer to store every published record",
-        )
-        assert not indexer.died()
-        async with (
-            running_worker(data, broker.kafka("worker"), WORKERS_GROUP) as worker,
-            SessionqClient(broker.kafka("host")) as client,
-        ):
-            await wait_assigned(worker, 1)
-            reply = await client.call(
-                "session_search",
-                {"query": "subagent"},
-                session_id=ACP,
-                routing_key="/home/dev/acp-agent",
-                timeout_ms=20000,
+    private, public = generate_key_pair()
+    (tmp_path / "host.key").write_text(private)
+    signer = CallerSigner.from_file("host", tmp_path / "host.key")
+    keyring = tmp_path / "keyring.json"
+    keyring.write_text(json.dumps({"keys": [keyring_entry("host", public, ["/home/dev"])]}))
+    reference = tmp_path / "reference"
+    ingest_reference(reference, [corpus_dir])
+    service = StoreQueryService(reference)
+    tools = Pipeline(service)
+    try:
+        async with running_indexer(data, broker.kafka("indexer"), batch_ms=20) as indexer:
+            await wait_until(
+                lambda: (
+                    indexer.died()
+                    or sum(o for (t, _), o in stored_offsets(data).items() if t == EVENTS)
+                    >= publisher.summary.records
+                ),
+                timeout=60,
+                what="the indexer to store every published record",
             )
-    assert reply.ok, reply.error
-    assert reply.text and "subagent" in reply.text.lower()
+            assert not indexer.died()
+            async with (
+                running_worker(
+                    data, broker.kafka("worker"), WORKERS_GROUP, keyring=keyring
+                ) as worker,
+                SessionqClient(broker.kafka("host"), signer=signer) as client,
+            ):
+                await wait_assigned(worker, 1)
+                signed = [c for c in CALLS if service.get_session(c.caller).header.cwd]
+                assert len(signed) >= 10
+                for n, call in enumerate(signed):
+                    rid = f"secured-{n}"
+                    reply = await client.call(
+                        call.tool,
+                        call.arguments,
+                        session_id=call.caller,
+                        step_seq=call.step_seq,
+                        workspace=service.get_session(call.caller).header.cwd,
+                        timeout_ms=20000,
+                        request_id=rid,
+                    )
+                    expected = await reference_reply(tools, call, rid)
+                    assert reply.encode() == expected.encode(), call
+    finally:
+        service.close()
 
 
 def test_wrong_password_is_named(secured_broker: SecuredBroker, tmp_path: Path) -> None:
