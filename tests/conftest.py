@@ -14,6 +14,9 @@ from indexer.query.service import StoreQueryService
 from indexer.store.data_dir import Store
 from tests.data_paths import CORPUS_DIR
 
+# The Kafka fixtures (one broker per session) for every directory that needs a broker.
+pytest_plugins = ("tests.kafka.fixtures",)
+
 SessionSpec = tuple[dict[str, Any], Sequence[dict[str, Any]]]
 StoreFactory = Callable[..., StoreQueryService]
 

@@ -10,7 +10,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition
 
 from tests.kafka.broker import Broker
-from tests.kafka.conftest import TopicFactory, UniqueName
+from tests.kafka.fixtures import TopicFactory, UniqueName
 
 pytestmark = pytest.mark.kafka
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.builders import header, plain, user
-from tests.kafka.conftest import TopicFactory, UniqueName
+from tests.kafka.fixtures import TopicFactory, UniqueName
 from tests.kafka.harness import (
     Stack,
     create_topics,

@@ -16,7 +16,7 @@ from indexer.model.records import decode_record
 from indexer.query.service import StoreQueryService
 from indexer.store.data_dir import Store
 from tests.builders import assistant, header, plain, user
-from tests.kafka.conftest import TopicFactory, UniqueName
+from tests.kafka.fixtures import TopicFactory, UniqueName
 from tests.kafka.harness import (
     caught_up,
     create_topics,

@@ -11,7 +11,7 @@ import pytest
 
 from indexer.query.service import StoreQueryService
 from tests.builders import header, user
-from tests.kafka.conftest import TopicFactory, UniqueName
+from tests.kafka.fixtures import TopicFactory, UniqueName
 from tests.kafka.harness import (
     Call,
     Topics,

@@ -13,7 +13,7 @@ import pytest
 
 from indexer.model.records import decode_record
 from indexer.store.data_dir import Store
-from tests.kafka.conftest import TopicFactory
+from tests.kafka.fixtures import TopicFactory
 from tests.kafka.harness import (
     caught_up,
     create_topics,

@@ -27,7 +27,7 @@ from indexer.store.tantivy import TantivyIndex
 from tests.builders import assistant, header, plain, user
 from tests.conftest import SessionSpec, build_store
 from tests.injection import TransactionLoss, doc_of, docs_of, inject, rows_of
-from tests.kafka.conftest import TopicFactory
+from tests.kafka.fixtures import TopicFactory
 from tests.kafka.harness import (
     Topics,
     caught_up,

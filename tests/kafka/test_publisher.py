@@ -15,7 +15,7 @@ import pytest
 
 from indexer.query.service import StoreQueryService
 from tests.builders import assistant, plain, user
-from tests.kafka.conftest import TopicFactory
+from tests.kafka.fixtures import TopicFactory
 from tests.kafka.harness import (
     create_topics,
     read_topic,

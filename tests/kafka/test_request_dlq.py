@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.builders import header, plain, user
-from tests.kafka.conftest import TopicFactory, UniqueName
+from tests.kafka.fixtures import TopicFactory, UniqueName
 from tests.kafka.harness import (
     Stack,
     Topics,

@@ -11,7 +11,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from tests.kafka.conftest import UniqueName
+from tests.kafka.fixtures import UniqueName
 from tests.kafka.harness import (
     Topics,
     end_offsets,

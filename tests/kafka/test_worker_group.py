@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from indexer.query.service import StoreQueryService
-from tests.kafka.conftest import TopicFactory, UniqueName
+from tests.kafka.fixtures import TopicFactory, UniqueName
 from tests.kafka.harness import (
     Call,
     committed_offsets,

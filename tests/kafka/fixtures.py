@@ -1,4 +1,5 @@
-"""Kafka fixtures: one broker per test session, uniquely named topics per test.
+"""Kafka fixtures: one broker per test session, uniquely named topics per test (a plugin
+of the root ``tests/conftest.py``, so ``tests/kafka`` and ``tests/security`` share it).
 
 ``kafka_bootstrap`` starts (or picks, see ``tests/kafka/broker.py``) the broker the
 first time a test asks for it and stops it when the session ends. Tests that need

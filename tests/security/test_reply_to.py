@@ -15,7 +15,7 @@ import pytest
 from indexer.errors import REPLY_TOPIC_REFUSED
 from indexer.settings import KafkaSettings
 from tests.builders import header, plain, user
-from tests.kafka.conftest import TopicFactory, UniqueName
+from tests.kafka.fixtures import TopicFactory, UniqueName
 from tests.kafka.harness import Stack, end_offsets, read_topic, stack_with_session
 from tests.kafka.records import dead_letters, request_record
 from tests.kafka.waiting import wait_until
