@@ -9,8 +9,12 @@
 #   --data DIR       broker state (config, KRaft metadata, topic logs, broker.log, pid
 #                    file). Default: $SESSIONQ_KAFKA_DATA or <repo>/.sessionq/kafka.
 #                    An already formatted DIR is reused (its topics survive restarts).
-#   --port N         PLAINTEXT listener port on 127.0.0.1. Default: a free port
-#                    picked by the OS. The controller port is always OS-picked.
+#   --port N         PLAINTEXT listener port on 127.0.0.1. Default: the port this
+#                    data dir used last time (DIR/port), so clients pointed at it
+#                    reconnect after a restart; on a first start, a free port picked
+#                    by the OS. If the remembered port is taken by another process,
+#                    start.sh fails (it never silently moves). The controller port is
+#                    always OS-picked.
 #   --timeout S      readiness deadline in seconds (default 60).
 #   --owner-pid PID  stop the broker when process PID exits (used by the pytest
 #                    fixture so a killed test run does not leave a broker behind).
@@ -121,6 +125,7 @@ command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON is required (readiness prob
 mkdir -p -- "$DATA_DIR"
 DATA_DIR=$(cd -- "$DATA_DIR" && pwd)
 PID_FILE="$DATA_DIR/kafka.pid"
+PORT_FILE="$DATA_DIR/port"
 BOOTSTRAP_FILE="$DATA_DIR/bootstrap"
 BROKER_LOG="$DATA_DIR/broker.log"
 CONFIG="$DATA_DIR/server.properties"
@@ -146,6 +151,37 @@ if [[ -f "$PID_FILE" ]]; then
         exit 0
     fi
     rm -f -- "$PID_FILE" "$BOOTSTRAP_FILE"
+fi
+
+# Without --port, reuse the port this data dir was started on before (DIR/port).
+PORT_REMEMBERED=0
+if [[ -z "$PORT" && -f "$PORT_FILE" ]]; then
+    remembered=$(tr -d '[:space:]' <"$PORT_FILE")
+    [[ "$remembered" =~ ^[0-9]+$ ]] \
+        || die "$PORT_FILE does not hold a port number ('$remembered'); fix or remove it"
+    PORT=$remembered
+    PORT_REMEMBERED=1
+fi
+
+port_free() {  # port -> 0 when 127.0.0.1:port can be bound now
+    "$PYTHON" - "$1" <<'PY'
+import socket, sys
+s = socket.socket()
+# As the broker does: TIME_WAIT leftovers of the last run do not count as taken.
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+finally:
+    s.close()
+PY
+}
+if [[ -n "$PORT" ]] && ! port_free "$PORT"; then
+    if ((PORT_REMEMBERED)); then
+        die "port $PORT (used before by $DATA_DIR, see $PORT_FILE) is taken by another process; free it, or pass --port N to move this broker (clients must then be pointed at the new port)"
+    fi
+    die "port $PORT is taken by another process"
 fi
 
 # Free loopback ports from the OS (bind to port 0). The tiny race between closing
@@ -405,6 +441,7 @@ done
 
 trap - INT TERM
 printf '127.0.0.1:%s\n' "$broker_port" >"$BOOTSTRAP_FILE"
+printf '%s\n' "$broker_port" >"$PORT_FILE"
 
 log "ready in $((SECONDS - t_start)) s (pid $BROKER_PID, log $BROKER_LOG)"
 printf 'pid=%s\ndata=%s\nlog=%s\nbootstrap=127.0.0.1:%s\n' \
