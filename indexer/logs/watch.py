@@ -51,6 +51,7 @@ class Emitted:
     key: str
     record: EventStreamRecord
     events: int = 0
+    path: Path | None = None  # the log file a header/events record was read from
 
 
 @dataclass(slots=True)
@@ -83,6 +84,18 @@ class LogWatcher:
             for sid, key in deletes.items()
         )
         return out
+
+    def sources(self) -> dict[str, tuple[Path, int]]:
+        """Session id -> (log file, next seq emitted) of every log the last scans read."""
+        return {
+            t.session_id: (path, t.next_seq)
+            for path, t in self._files.items()
+            if t.session_id is not None
+        }
+
+    def unread(self) -> set[Path]:
+        """Present logs whose session is not known (rejected or unreadable so far)."""
+        return {path for path, t in self._files.items() if t.session_id is None}
 
     def rewind(self, session_ids: Iterable[str]) -> None:
         """Emit these sessions again on the next scan: what was emitted for them was not
@@ -126,7 +139,9 @@ class LogWatcher:
                 tracked.session_id, tracked.next_seq = header.id, 0
             tracked.resend_header = False
             self._keys[header.id] = key
-            out.append(Emitted(key, HeaderRecord(v=1, kind="header", header=header.to_json())))
+            out.append(
+                Emitted(key, HeaderRecord(v=1, kind="header", header=header.to_json()), 0, path)
+            )
         fresh = [e for e in session.events if e.seq >= tracked.next_seq]
         for batch in event_batches(fresh, self.max_record_bytes):
             out.append(
@@ -136,6 +151,7 @@ class LogWatcher:
                         v=1, kind="events", session_id=header.id, events=[e.obj for e in batch]
                     ),
                     len(batch),
+                    path,
                 )
             )
         if fresh:

@@ -60,3 +60,11 @@ CREATE TABLE IF NOT EXISTS offsets (
   next_offset INTEGER NOT NULL,
   PRIMARY KEY (topic, partition)
 ) WITHOUT ROWID;
+
+-- The log file `sessionq serve`'s watcher applied each session from: at start, serve
+-- deletes the watched sessions whose file is gone (sessions from `sessionq ingest` of
+-- other paths have no row here and are never reconciled away).
+CREATE TABLE IF NOT EXISTS watched_sources (
+  session_id TEXT PRIMARY KEY,
+  path       TEXT NOT NULL
+) WITHOUT ROWID;

@@ -163,9 +163,27 @@ class SqliteTables:
             ("events", "session_id"),
             ("sources", "session_id"),
             ("replacements", "session_id"),
+            ("watched_sources", "session_id"),
             ("sessions", "id"),
         ):
             self.conn.execute(f"DELETE FROM {table} WHERE {col} = ?", (session_id,))
+
+    def set_watched_source(self, session_id: str, path: str) -> None:
+        """The log file the embedded watcher applied this session from."""
+        self.conn.execute(
+            "INSERT INTO watched_sources(session_id, path) VALUES (?, ?)"
+            " ON CONFLICT(session_id) DO UPDATE SET path = excluded.path",
+            (session_id, path),
+        )
+
+    def watched_sources(self) -> dict[str, str]:
+        """Session id -> log file of every session the embedded watcher applied."""
+        return dict(
+            self.conn.execute(
+                "SELECT w.session_id, w.path FROM watched_sources w"
+                " JOIN sessions s ON s.id = w.session_id"
+            )
+        )
 
     # ---- events --------------------------------------------------------------------------------
     def insert_events(self, rows: Iterable[tuple[str, int, str, int, str, int, bytes]]) -> None:

@@ -4,15 +4,31 @@ Session logs (a dsh root or files) are the event source: ``LogWatcher`` turns ne
 appended events and removed logs into the same records the Kafka indexer applies, and
 the store applies them batch by batch through the record path. Tool calls arrive over
 HTTP and run through the same ``Pipeline`` as the Kafka worker.
+
+Reconcile at start (``initial_ingest``): the store may hold sessions from an earlier run
+whose logs changed while ``serve`` was down. The store records the log file every
+session the watcher applied came from (``watched_sources``); after the first scan
+
+* a recorded session that no watched log provides any more is deleted (a delete record
+  through ``Store.apply``), unless its file is still there but unreadable right now;
+* a recorded session whose log was rewritten (its stored events are no longer a prefix
+  of the file: a differing event or header, or fewer events than stored) is deleted and
+  applied again from the file's current content;
+* a log that only grew is continued as usual (the first scan re-reads every file; what
+  the store already holds is an identical re-delivery).
+
+Sessions that ``sessionq ingest`` put in the same data dir from other paths have no
+``watched_sources`` row and are never reconciled away.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -22,10 +38,16 @@ import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
-from indexer.errors import BatchAbortedError, RecordRejectedError, SessionqError
+from indexer.errors import (
+    SEQ_CONFLICT,
+    SOURCE_CONFLICT,
+    BatchAbortedError,
+    RecordRejectedError,
+    SessionqError,
+)
 from indexer.logs.watch import Emitted, LogWatcher
 from indexer.metrics import Metrics
-from indexer.model.records import record_session_id
+from indexer.model.records import DeleteRecord, HeaderRecord, record_session_id
 from indexer.model.search import CwdFilter
 from indexer.query.service import StoreQueryService
 from indexer.query.types import SessionRecord
@@ -54,10 +76,16 @@ log = logging.getLogger("sessionq.serve")
 MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_LISTED_SESSIONS = 500
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# A watched session whose log was rewritten while serve was down fails with one of these.
+REWRITTEN_CODES = frozenset({SEQ_CONFLICT, SOURCE_CONFLICT})
 
 
 def _sessions(items: Sequence[Emitted]) -> set[str]:
     return {record_session_id(item.record) for item in items}
+
+
+def _delete(session_id: str) -> Emitted:
+    return Emitted(f"session:{session_id}", DeleteRecord(v=1, kind="delete", session_id=session_id))
 
 
 @dataclass(slots=True)
@@ -94,12 +122,23 @@ class Embedded:
         self._lock = asyncio.Lock()
 
     # ---- ingestion ----------------------------------------------------------------------------
-    def _apply(self, items: Sequence[Emitted]) -> None:
+    def _apply(
+        self,
+        items: Sequence[Emitted],
+        *,
+        rewritable: Collection[str] = (),
+        rewritten: set[str] | None = None,
+    ) -> None:
         """Apply records through the record path, then commit.
 
         Policy: a rejected record is logged and counted and the rest go on (the log is
         read again when it changes); a record that failed for another reason, or a lost
-        batch, is retried: the watcher re-emits those sessions on its next scan.
+        batch, is retried: the watcher re-emits those sessions on its next scan. Every
+        session applied from a log file has that file recorded as its watched source.
+
+        At start (reconcile): a conflict on a session of ``rewritable`` means its log was
+        rewritten; the session goes into ``rewritten`` and its later records are skipped
+        (the caller deletes and re-reads it).
         """
         if not items:
             return
@@ -107,20 +146,43 @@ class Embedded:
         retry: set[str] = set()
         applied_now = 0
         for item in items:
+            sid = record_session_id(item.record)
+            if rewritten is not None and sid in rewritten:
+                continue
             try:
                 applied = self.store.apply(item.record)
+                if item.path is not None and isinstance(item.record, HeaderRecord):
+                    self.store.tables.set_watched_source(sid, str(item.path.resolve()))
             except BatchAbortedError as exc:
                 log.error("batch lost, retrying on the next scan: %s", exc.message)
                 self.watcher.rewind(_sessions(items))
                 return
+            except sqlite3.Error as exc:  # recording the watched source failed
+                self.store.abort()
+                log.error("batch lost, retrying on the next scan: %s", exc)
+                self.watcher.rewind(_sessions(items))
+                return
             except RecordRejectedError as exc:
+                if rewritten is not None and sid in rewritable and exc.code in REWRITTEN_CODES:
+                    log.warning(
+                        "log of session %s changed while serve was down (%s): "
+                        "deleting and reading it again",
+                        sid,
+                        exc.message,
+                    )
+                    rewritten.add(sid)
+                    continue
                 self.status.rejected_records += 1
                 self.metrics.dlq_records.labels("embedded").inc()
                 log.warning("rejected %s record of %s: %s", item.record.kind, item.key, exc)
                 continue
             except SessionqError as exc:
-                log.error("failed %s record of %s, retrying on the next scan: %s",
-                          item.record.kind, item.key, exc.message)
+                log.error(
+                    "failed %s record of %s, retrying on the next scan: %s",
+                    item.record.kind,
+                    item.key,
+                    exc.message,
+                )
                 retry.add(record_session_id(item.record))
                 continue
             if applied.noop:
@@ -146,21 +208,68 @@ class Embedded:
         self.status.rejected = dict(self.watcher.rejected)
         return items
 
+    async def _apply_all(
+        self,
+        items: Sequence[Emitted],
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        rewritable: Collection[str] = (),
+        rewritten: set[str] | None = None,
+    ) -> None:
+        self.status.pending_changes = len(items)
+        step = 200
+        for i in range(0, len(items), step):
+            await asyncio.to_thread(
+                self._apply, items[i : i + step], rewritable=rewritable, rewritten=rewritten
+            )
+            self.status.pending_changes = max(0, len(items) - i - step)
+            if progress is not None:
+                progress(min(i + step, len(items)), len(items))
+
     async def sync_once(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Scan the logs once and apply what changed; returns the records applied."""
         async with self._lock:
             items = await asyncio.to_thread(self._scan)
-            self.status.pending_changes = len(items)
-            step = 200
-            for i in range(0, len(items), step):
-                await asyncio.to_thread(self._apply, items[i : i + step])
-                self.status.pending_changes = max(0, len(items) - i - step)
-                if progress is not None:
-                    progress(min(i + step, len(items)), len(items))
+            await self._apply_all(items, progress)
             return len(items)
 
+    def _first_scan(self) -> tuple[list[Emitted], set[str]]:
+        """The first scan, preceded by the deletes reconciling the store with the logs
+        (module docstring): sessions whose log is gone, and sessions whose log now holds
+        fewer events than stored. Returns the records and the sessions applied from
+        watched logs before (the ones a conflict may show rewritten)."""
+        items = self._scan()
+        recorded = self.store.tables.watched_sources()
+        provided = self.watcher.sources()
+        unread = {str(p.resolve()) for p in self.watcher.unread()}
+        deletes: list[Emitted] = []
+        for sid, path in sorted(recorded.items()):
+            if sid not in provided:
+                if path not in unread:
+                    log.info("log of session %s (%s) is gone: deleting the session", sid, path)
+                    deletes.append(_delete(sid))
+                continue
+            state = self.store.tables.session_state(sid)
+            if state is not None and state.next_seq > provided[sid][1]:
+                log.warning(
+                    "log of session %s (%s) is shorter than stored: deleting and reading it again",
+                    sid,
+                    path,
+                )
+                deletes.append(_delete(sid))
+        return deletes + items, set(recorded)
+
     async def initial_ingest(self, progress: Callable[[int, int], None] | None = None) -> None:
-        await self.sync_once(progress)
+        """The first scan, reconciled with what the store holds from earlier runs."""
+        async with self._lock:
+            items, rewritable = await asyncio.to_thread(self._first_scan)
+            rewritten: set[str] = set()
+            await self._apply_all(items, progress, rewritable=rewritable, rewritten=rewritten)
+            if rewritten:
+                await asyncio.to_thread(self._apply, [_delete(sid) for sid in sorted(rewritten)])
+                self.watcher.rewind(rewritten)
+                again = await asyncio.to_thread(self._scan)
+                await self._apply_all(again)
         self.status.ready = True
         self.metrics.ready.set(1)
 
