@@ -51,6 +51,11 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.requests_unresolved = Counter(
+            "sessionq_requests_unresolved",
+            "Request offsets finished with neither a reply nor a dead letter delivered",
+            registry=r,
+        )
         self.deadline_sheds = Counter(
             "sessionq_deadline_sheds", "Requests already expired when dequeued", registry=r
         )

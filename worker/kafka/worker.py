@@ -20,7 +20,7 @@ import re
 import time
 from fnmatch import fnmatchcase
 
-from indexer.errors import REPLY_TOPIC_REFUSED, UndeliverableError
+from indexer.errors import REPLY_FAILED, REPLY_TOPIC_REFUSED, UndeliverableError
 from indexer.kafka.client import InRecord
 from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.kafka.group import GroupSource, Producer
@@ -47,6 +47,8 @@ from worker.settings import WorkerSettings
 log = logging.getLogger("sessionq.worker")
 LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
 MAX_REPLY_BYTES = 7 * 1024 * 1024  # under the replies topic's 8 MiB max.message.bytes
+RESOLVE_ATTEMPTS = 3  # dead-letter attempts before an offset is finished unresolved
+RESOLVE_BACKOFF_S = 0.5  # times the attempt number, between dead-letter attempts
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # what Kafka accepts as a topic name
 
 
@@ -217,22 +219,66 @@ class Worker:
     async def _guarded(
         self, record: InRecord, decoded: ToolRequest | InvalidRequestError | EnvelopeError
     ) -> None:
-        """Exactly one outcome per record: a reply, or a dead letter when no reply can be
-        delivered (missing reply topic, reply too large even as an error). Only a broker
-        that takes neither leaves the offset uncommitted, for redelivery."""
+        """Every request offset is resolved, whatever the producer raises: a reply; else
+        a small error reply (the answer itself failed); else a dead letter. A dead letter
+        the broker will not take either is retried ``RESOLVE_ATTEMPTS`` times; then the
+        offset is finished anyway, logged and counted (``sessionq_requests_unresolved``):
+        one unanswerable record must not pin its partition's committed offset forever."""
         try:
-            try:
-                await self.handle(record, decoded)
-            except UndeliverableError as exc:
-                await self._dead_letter(record, f"reply undeliverable: {exc}", exc.code)
-        except Exception:
+            await self._resolve(record, decoded)
+        except Exception:  # a bug in resolving itself: still never pin the partition
             log.exception(
-                "request %s[%d]@%d was not answered", record.topic, record.partition, record.offset
+                "request %s[%d]@%d is unresolved", record.topic, record.partition, record.offset
             )
-            return
+            self.metrics.requests_unresolved.inc()
         finally:
             self._slots.release()
         self.offsets.finished(record.partition, record.offset)
+
+    async def _resolve(
+        self, record: InRecord, decoded: ToolRequest | InvalidRequestError | EnvelopeError
+    ) -> None:
+        where = f"{record.topic}[{record.partition}]@{record.offset}"
+        try:
+            await self.handle(record, decoded)
+            return
+        except UndeliverableError as exc:
+            reason, code = f"reply undeliverable: {exc}", exc.code
+        except Exception as exc:
+            log.exception("request %s was not answered", where)
+            reason, code = f"reply failed: {_describe(exc)}", REPLY_FAILED
+            if (
+                isinstance(decoded, (InvalidRequestError, ToolRequest))
+                and reply_topic_refusal(decoded.reply_to, self.settings) is None
+            ):
+                rid = decoded.request_id if isinstance(decoded, InvalidRequestError) else decoded.id
+                try:  # the answer failed, not necessarily its topic: a small error reply
+                    await self._reply(
+                        decoded.reply_to, error_reply(rid, TOOL_FAILED, TOOL_FAILED_MESSAGE)
+                    )
+                    return
+                except Exception as again:
+                    log.warning("request %s: error reply failed too: %s", where, _describe(again))
+        for attempt in range(1, RESOLVE_ATTEMPTS + 1):
+            try:
+                await self._dead_letter(record, reason, code)
+                return
+            except Exception as exc:
+                log.warning(
+                    "request %s: dead letter failed (attempt %d of %d): %s",
+                    where,
+                    attempt,
+                    RESOLVE_ATTEMPTS,
+                    _describe(exc),
+                )
+                if attempt < RESOLVE_ATTEMPTS:
+                    await asyncio.sleep(RESOLVE_BACKOFF_S * attempt)
+        self.metrics.requests_unresolved.inc()
+        log.error(
+            "request %s is unresolved (no reply, no dead letter: %s); its offset is committed",
+            where,
+            reason,
+        )
 
     async def handle(
         self, record: InRecord, decoded: ToolRequest | InvalidRequestError | EnvelopeError
@@ -270,3 +316,13 @@ class Worker:
             )
             value = error_reply(reply.id, TOOL_FAILED, TOOL_FAILED_MESSAGE).encode()
         await self.producer.send(topic, value, key=reply.id.encode(), headers=headers)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line naming an exception (aiokafka errors often have an empty message)."""
+    try:
+        lines = str(exc).splitlines()
+    except Exception:  # some aiokafka errors' __str__ raises when built unusually
+        lines = []
+    text = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
