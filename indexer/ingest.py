@@ -36,6 +36,9 @@ class _Counts:
 class IngestSummary(_Counts):
     files: int = 0
     rejected: list[Rejection] = field(default_factory=list)
+    # The first lost batch's cause (e.g. "disk full: …") and how many files it cost.
+    lost: str | None = None
+    lost_files: int = 0
 
     @property
     def readable(self) -> bool:
@@ -61,7 +64,10 @@ class _Batch:
         self.counts = _Counts()
 
 
-def _lost(files: list[Path], exc: BatchAbortedError) -> list[Rejection]:
+def _lost(files: list[Path], exc: BatchAbortedError, summary: IngestSummary) -> list[Rejection]:
+    if summary.lost is None:
+        summary.lost = exc.message
+    summary.lost_files += len(files)
     return [Rejection(p, f"{p}: not stored: {exc.message}") for p in files]
 
 
@@ -69,7 +75,7 @@ def _commit(store: Store, batch: _Batch, summary: IngestSummary) -> None:
     try:
         store.commit()
     except BatchAbortedError as exc:
-        summary.rejected.extend(_lost(batch.files, exc))
+        summary.rejected.extend(_lost(batch.files, exc, summary))
     else:
         summary.add(batch.counts)
     batch.clear()
@@ -95,7 +101,7 @@ def ingest_files(
         except OSError as exc:
             summary.rejected.append(Rejection(path, f"{path}: cannot read: {exc}"))
         except BatchAbortedError as exc:
-            summary.rejected.extend(_lost([*batch.files, path], exc))
+            summary.rejected.extend(_lost([*batch.files, path], exc, summary))
             batch.clear()
         except SessionqError as exc:
             summary.rejected.append(Rejection(path, f"{path}: {exc.message}"))

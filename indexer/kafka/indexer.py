@@ -8,13 +8,17 @@ commit the store with the next offsets (Tantivy, then one SQLite transaction hol
 rows + offsets; see ``indexer.store.checkpoint``). When the batch is lost (a failed commit, or
 SQLite ended the transaction itself) the source seeks back to the stored offsets and
 the batch is replayed after a back-off, so nothing is lost and nothing is applied twice
-in effect.
+in effect. A record that failed because the disk is full is not the record's fault: it
+is not dead-lettered, the batch is replayed like a lost one. While batches keep failing
+the indexer reports not ready (``caught_up``; the cause is in ``readiness_notes``, one
+line, e.g. ``disk full: …``) and recovers by itself once a commit lands.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,6 +31,7 @@ from indexer.metrics import Metrics
 from indexer.model.records import decode_record
 from indexer.settings import IndexerSettings
 from indexer.store.data_dir import Store
+from indexer.store.failure import describe, is_disk_full
 
 log = logging.getLogger("sessionq.indexer")
 LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
@@ -68,6 +73,7 @@ class Indexer:
         self._stopping = asyncio.Event()
         self._caught_up = False
         self._retry_s = 0.0
+        self.failing: str | None = None  # why the last batch was lost, until a commit lands
 
     async def start(self) -> None:
         await self.dlq.start()
@@ -96,8 +102,20 @@ class Indexer:
                 record.offset,
                 exc.message,
             )
+            self._fail(exc.message)
             return False
         except SessionqError as exc:
+            if isinstance(exc, RecordFailedError) and is_disk_full(exc):
+                log.error(
+                    "batch lost at %s[%d]@%d: %s",
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                    describe(exc),
+                )
+                self.store.abort()
+                self._fail(describe(exc))
+                return False
             if isinstance(exc, RecordFailedError):
                 log.error(
                     "unexpected failure applying %s[%d]@%d: %s",
@@ -118,6 +136,15 @@ class Indexer:
             self.metrics.last_applied.set(time.time())
         self._offsets[(record.topic, record.partition)] = record.offset + 1
         return True
+
+    def _fail(self, cause: str) -> None:
+        if self.failing is None:
+            log.error("not ready until a batch commits again: %s", cause)
+        self.failing = cause
+
+    def readiness_notes(self) -> dict[str, str]:
+        """Extra ``/readyz`` fields: the cause while batches are being lost."""
+        return {} if self.failing is None else {"failing": self.failing}
 
     async def replay(self) -> None:
         """After a lost batch: forget it, seek back to the stored offsets, back off."""
@@ -170,10 +197,14 @@ class Indexer:
             self.store.commit(self._offsets)
         except BatchAbortedError as exc:
             log.error("%s", exc.message)
+            self._fail(exc.message)
             await self.replay()
             return
         self._offsets.clear()
         self._retry_s = 0.0
+        if self.failing is not None:
+            log.warning("batches commit again (was: %s)", self.failing)
+            self.failing = None
         self.counters.commits += 1
         self.counters.last_commit_ms = (time.perf_counter() - started) * 1000
         self.metrics.commit_seconds.observe(self.counters.last_commit_ms / 1000)
@@ -230,12 +261,20 @@ class Indexer:
 
     async def caught_up(self) -> bool:
         """Readiness: sticky once every partition reached its end offset (lag 0) one time,
-        so steady traffic does not make a healthy replica flap."""
+        so steady traffic does not make a healthy replica flap. Never ready while batches
+        are being lost (``failing``)."""
+        if self.failing is not None:
+            return False
         if self._caught_up:
             return True
         if all(v == 0 for v in (await self.lag()).values()) and not self._offsets:
+            try:
+                self.store.tables.begin()
+                self.store.tables.mark_caught_up(time.time())
+                self.store.tables.commit()
+            except sqlite3.Error as exc:
+                self.store.tables.rollback()
+                self._fail(describe(exc))
+                return False
             self._caught_up = True
-            self.store.tables.begin()
-            self.store.tables.mark_caught_up(time.time())
-            self.store.tables.commit()
         return self._caught_up

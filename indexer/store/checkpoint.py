@@ -24,6 +24,7 @@ import os
 from collections.abc import Mapping
 
 from indexer.errors import BatchAbortedError
+from indexer.store.failure import describe
 from indexer.store.sqlite_tables import SqliteTables
 from indexer.store.tantivy import TantivyIndex
 
@@ -73,7 +74,7 @@ class Checkpoint:
         except Exception as exc:
             self.abort()
             raise BatchAbortedError(
-                f"commit failed: {type(exc).__name__}: {exc}", index_committed=index_committed
+                f"commit failed: {describe(exc)}", index_committed=index_committed
             ) from exc
         except BaseException:
             self.abort()

@@ -34,6 +34,7 @@ from indexer.errors import (
 from indexer.logs.reader import SessionLog
 from indexer.model.records import EventStreamRecord, record_session_id
 from indexer.store.checkpoint import Checkpoint
+from indexer.store.failure import describe
 from indexer.store.sqlite_tables import Savepoint, SqliteTables, TransactionLostError
 from indexer.store.tantivy import TantivyIndex
 from indexer.store.writer import Applied, StoreWriter
@@ -80,13 +81,13 @@ class Store:
                     applied = self.writer.apply(unit)
         except TransactionLostError as exc:
             self.abort()
-            raise BatchAbortedError(f"the open batch was lost: {exc}") from exc
+            raise BatchAbortedError(f"the open batch was lost: {exc.message}") from exc
         except BaseException as exc:
             self.index.rollback_to(mark)
             if not isinstance(exc, Exception):
                 raise
             if not isinstance(exc, SessionqError):
-                raise RecordFailedError(f"internal error: {type(exc).__name__}: {exc}") from exc
+                raise RecordFailedError(f"internal error: {describe(exc)}") from exc
             if isinstance(exc, RecordRejectedError) and exc.hold is not None:
                 self.tables.set_held(_session_of(unit), exc.hold)
             raise
@@ -94,9 +95,7 @@ class Store:
             self.index.flush()
         except Exception as exc:  # the writer failed: the batch cannot be trusted
             self.abort()
-            raise BatchAbortedError(
-                f"index write failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise BatchAbortedError(f"index write failed: {describe(exc)}") from exc
         if not applied.noop:
             self._touched.add(applied.session_id)
         return applied

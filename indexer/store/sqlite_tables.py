@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from indexer.errors import PERSISTENCE_FAILED, SessionqError
+from indexer.store.failure import describe
 
 SCHEMA_VERSION = "1"
 
@@ -287,12 +288,15 @@ class Savepoint:
         if exc_type is None:
             conn.execute(f"RELEASE {self.name}")
             return
+        cause = describe(exc, typed=False) if exc is not None else "lost"
         if not conn.in_transaction:
             self.tables.forget_transaction()
-            raise TransactionLostError(str(exc)) from exc
+            raise TransactionLostError(cause) from exc
         try:
             conn.execute(f"ROLLBACK TO {self.name}")
             conn.execute(f"RELEASE {self.name}")
         except sqlite3.Error as rollback_error:
             self.tables.rollback()
-            raise TransactionLostError(f"{exc} (rollback failed: {rollback_error})") from exc
+            raise TransactionLostError(
+                f"{cause} (rollback failed: {describe(rollback_error, typed=False)})"
+            ) from exc

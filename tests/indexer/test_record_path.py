@@ -82,6 +82,9 @@ E = TypeVar("E", bound=SessionqError)
 
 DISK_IO = "disk I/O error"
 NO_SPACE = "No space left on device"
+# What a full disk is reported as, whichever error carried it (indexer/store/failure.py).
+INDEX_FULL = f"disk full: the index could not write ({NO_SPACE})"
+SQLITE_FULL = "disk full: SQLite could not write (database or disk is full)"
 
 
 def _header(h: dict[str, Any]) -> HeaderRecord:
@@ -267,7 +270,7 @@ def test_documents_staged_by_a_failing_record_are_dropped(
     err = _apply_batch_with_failing_b(data, _b_units(unit, tmp_path), RecordFailedError)
 
     assert injection.fired == 1
-    assert err.value.message == f"internal error: OSError: {NO_SPACE}"
+    assert err.value.message == f"internal error: {INDEX_FULL}"
     expected = _expected_after_failing_b(tmp_path, unit)
     assert snapshot(data) == expected
     assert store_stats(data).documents == len(expected["documents"]) == 4  # A: 2, C: 2
@@ -370,9 +373,8 @@ def _fail_commit(monkeypatch: pytest.MonkeyPatch, store: Store, step: str) -> Ca
 
 
 COMMIT_MESSAGES = {
-    "index-commit": f"commit failed: OSError: {NO_SPACE}",
-    "index-writer": "commit failed: IndexFailedError: index commit failed: An IO error"
-    " occurred: 'No space left on device'",
+    "index-commit": f"commit failed: {INDEX_FULL}",
+    "index-writer": f"commit failed: {INDEX_FULL}",
     "sqlite-commit": f"commit failed: OperationalError: {DISK_IO}",
 }
 
@@ -460,7 +462,7 @@ def test_a_lost_transaction_aborts_the_batch_without_a_masking_error(
             loss = TransactionLoss("bad-b")
             loss.install(monkeypatch)
             fired = lambda: loss.fired  # noqa: E731
-            cause = "database or disk is full"
+            cause = SQLITE_FULL
         else:
             inj = inject(
                 monkeypatch,
@@ -553,7 +555,7 @@ def _fail_upsert(mp: pytest.MonkeyPatch) -> Injection:
 RECORD_FAILURES: dict[str, tuple[Callable[[pytest.MonkeyPatch], Injection], str]] = {
     "rows": (_fail_rows, f"internal error: OperationalError: {DISK_IO}"),
     "index-document": (_fail_document, "index document s3#1: term too long for the index"),
-    "index-upsert": (_fail_upsert, f"internal error: OSError: {NO_SPACE}"),
+    "index-upsert": (_fail_upsert, f"internal error: {INDEX_FULL}"),
 }
 
 
@@ -590,7 +592,7 @@ def test_ingest_reports_a_lost_batch_and_stores_the_later_batches(
     if step == "index-commit":
         exc: Callable[[], BaseException] = lambda: OSError(NO_SPACE)  # noqa: E731
         injection = inject(monkeypatch, TantivyIndex, "commit", exc, skip=1, times=1)
-        cause = f"OSError: {NO_SPACE}"
+        cause = INDEX_FULL
     else:
         exc = lambda: sqlite3.OperationalError(DISK_IO)  # noqa: E731
         injection = inject(
@@ -627,7 +629,7 @@ def test_ingest_reports_every_file_of_a_batch_sqlite_lost(
     summary = _ingest(tmp_path / "data", files)
 
     assert loss.fired == 1
-    reason = "not stored: the open batch was lost: database or disk is full"
+    reason = f"not stored: the open batch was lost: {SQLITE_FULL}"
     assert summary.rejected == [Rejection(p, f"{p}: {reason}") for p in files[:3]]
     assert (summary.sessions, summary.events) == (2, 6)
     assert snapshot(tmp_path / "data") == expected

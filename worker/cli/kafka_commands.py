@@ -48,7 +48,9 @@ def cmd_indexer(args: argparse.Namespace) -> int:
         indexer = Indexer(settings, metrics=metrics)
         await indexer.start()
         on_terminate(indexer.stop)
-        runner = await serve_ops(settings.metrics_listen, metrics, indexer.caught_up)
+        runner = await serve_ops(
+            settings.metrics_listen, metrics, indexer.caught_up, indexer.readiness_notes
+        )
         try:
             await indexer.run()
         finally:

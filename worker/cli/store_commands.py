@@ -68,6 +68,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if not files:
         print("no session logs found", file=sys.stderr)
         return EXIT_FAILED
+    if summary.lost is not None:
+        # A lost batch is the store's failure, not the files': the cause in one line.
+        print(
+            f"sessionq ingest: {summary.lost_files} files not stored: {summary.lost}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     return EXIT_OK if summary.readable else EXIT_FAILED
 
 
