@@ -11,11 +11,15 @@ from pathlib import Path
 
 import pytest
 
+import indexer.kafka.indexer as indexer_module
 import indexer.store.sqlite_tables as sqlite_tables
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
 from indexer.store.failure import describe, is_disk_full
 from tests.builders import assistant, header, user
+from tests.kafka.fixtures import TopicFactory
+from tests.kafka.harness import create_topics, publish, running_indexer
+from tests.kafka.waiting import wait_until
 from worker.cli.main import main
 
 SQLITE_FULL = "disk full: SQLite could not write (database or disk is full)"
@@ -98,5 +102,37 @@ def test_ingest_on_a_full_disk_exits_non_zero_with_the_cause_in_one_line(
 
     # Space freed: the next ingest stores everything, and the store is consistent.
     assert main(["ingest", str(logs), "--data", str(data)]) == 0
+    assert assert_consistent(data) == set(ids)
+    assert store_stats(data).sessions == len(ids)
+
+
+@pytest.mark.kafka
+async def test_the_kafka_indexer_is_not_ready_on_a_full_disk_and_recovers(
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(indexer_module, "RETRY_FIRST_S", 0.01)
+    monkeypatch.setattr(indexer_module, "RETRY_MAX_S", 0.05)
+    topics = await create_topics(kafka_bootstrap, topic_factory, events=1)
+    data = tmp_path / "data"
+    logs = tmp_path / "logs"
+    ids = write_logs(logs, 30)
+    limit_sqlite(monkeypatch, MAX_PAGES)
+    await publish(topics.kafka(), topics.events, sorted(logs.glob("*.jsonl")))
+    async with running_indexer(data, topics.kafka(), batch_ms=20) as running:
+        indexer = running.indexer
+        await wait_until(lambda: indexer.failing is not None, timeout=30, what="the disk to fill")
+        assert indexer.failing is not None and indexer.failing.endswith(SQLITE_FULL)
+        assert not await indexer.caught_up()
+        assert indexer.readiness_notes() == {"failing": indexer.failing}
+        assert indexer.counters.dead_lettered == 0, "a record was dead-lettered for a full disk"
+        assert not running.died()
+        assert_consistent(data)
+        # Space freed: the indexer recovers by itself, becomes ready, stores everything.
+        indexer.store.tables.conn.execute("PRAGMA max_page_count = 1073741823")
+        await wait_until(indexer.caught_up, timeout=60, what="the indexer to recover")
+        assert indexer.failing is None and indexer.readiness_notes() == {}
     assert assert_consistent(data) == set(ids)
     assert store_stats(data).sessions == len(ids)

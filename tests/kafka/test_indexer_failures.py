@@ -128,12 +128,13 @@ RECORD_FAILURES: dict[str, RecordFailure] = {
             mp,
             TantivyIndex,
             "upsert",
-            lambda: OSError(NO_SPACE),
+            # Not a full disk: that one replays the batch (tests/abuse/test_disk_full.py).
+            lambda: OSError(DISK_IO),
             when=docs_of("bad-b"),
             after=True,
         ),
         "SESSIONQ_INTERNAL",
-        f"internal error: OSError: {NO_SPACE}",
+        f"internal error: OSError: {DISK_IO}",
     ),
 }
 
