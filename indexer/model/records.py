@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from indexer.errors import RecordRejectedError
+from indexer.errors import INVALID_RECORD, RecordRejectedError
 
 
 class _Envelope(BaseModel):
@@ -71,6 +71,28 @@ def describe_validation_error(exc: ValidationError) -> str:
     return f"invalid record envelope at {where}: {first['msg']}"
 
 
+MAX_NESTING = 128  # JSON nesting levels a record (or request) may have
+
+
+def nesting_exceeds(obj: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether ``obj`` (parsed JSON) nests arrays/objects deeper than ``limit`` levels;
+    iterative, so a hostile depth cannot exhaust the stack here (pydantic and the
+    store's recursive walks would: a ``RecursionError`` near 1,000 levels)."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def decode_record(value: bytes | None) -> EventStreamRecord:
     """Parse one record value; a clear ``RecordRejectedError`` names what is wrong."""
     if value is None:
@@ -79,6 +101,10 @@ def decode_record(value: bytes | None) -> EventStreamRecord:
         obj = orjson.loads(value)
     except orjson.JSONDecodeError as exc:
         raise RecordRejectedError(f"record value is not JSON: {exc}") from exc
+    if nesting_exceeds(obj):
+        raise RecordRejectedError(
+            f"record value is nested deeper than {MAX_NESTING} levels", INVALID_RECORD
+        )
     try:
         return _ADAPTER.validate_python(obj)
     except ValidationError as exc:

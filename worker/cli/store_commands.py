@@ -145,11 +145,23 @@ async def _call_over_kafka(
     )
 
 
+def _is_utf8(text: str) -> bool:
+    """False for argv text holding undecodable bytes (``surrogateescape`` lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def cmd_call(args: argparse.Namespace) -> int:
     from indexer.query.service import StoreQueryService
     from worker.pipeline import Pipeline
     from worker.tools.access import Caller
 
+    for flag, value in (("--caller", args.caller), ("--workspace", args.workspace)):
+        if value is not None and not _is_utf8(value):  # argv bytes that are not UTF-8
+            fail(args.command, f"{flag} is not valid UTF-8")
     try:
         arguments = orjson.loads(args.arguments)
     except orjson.JSONDecodeError as exc:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, ValidationError
 
 from indexer.errors import INVALID_REQUEST, SessionqError
-from indexer.model.records import describe_validation_error
+from indexer.model.records import MAX_NESTING, describe_validation_error, nesting_exceeds
 from worker.contract.errors import INVALID_ARGS
 from worker.contract.outcome import ToolReply
 
@@ -29,8 +29,8 @@ class CallerRef(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     session_id: str | None = None
-    step_seq: int | None = Field(default=None, ge=0)
-    min_seq: int | None = Field(default=None, ge=0)
+    step_seq: StrictInt | None = Field(default=None, ge=0)  # true / "1" are refused
+    min_seq: StrictInt | None = Field(default=None, ge=0)  # true / "1" are refused
     token: str | None = Field(default=None, min_length=1, max_length=4096)
 
 
@@ -43,7 +43,7 @@ class ToolRequest(_Envelope):
     tool: str
     arguments: Any = None
     caller: CallerRef | None = None
-    timeout_ms: int | None = Field(default=None, ge=1)
+    timeout_ms: StrictInt | None = Field(default=None, ge=1)  # true / "100" are refused
 
 
 class CancelRequest(_Envelope):
@@ -114,6 +114,10 @@ def _first_error(exc: ValidationError) -> str:
     return describe_validation_error(exc).replace("record envelope", "request envelope", 1)
 
 
+class _TooDeepError(Exception):
+    """A request nested deeper than ``MAX_NESTING``: refused before pydantic sees it."""
+
+
 def decode_request(value: bytes | None) -> RequestRecord:
     """Parse a request-topic record.
 
@@ -127,9 +131,15 @@ def decode_request(value: bytes | None) -> RequestRecord:
     except orjson.JSONDecodeError as exc:
         raise EnvelopeError(f"record value is not JSON: {exc}") from exc
     try:
+        if nesting_exceeds(obj):
+            raise _TooDeepError
         return _ADAPTER.validate_python(obj)
-    except ValidationError as exc:
-        reason = _first_error(exc)
+    except (ValidationError, _TooDeepError) as exc:
+        reason = (
+            f"invalid request envelope: nested deeper than {MAX_NESTING} levels"
+            if isinstance(exc, _TooDeepError)
+            else _first_error(exc)
+        )
         if (
             isinstance(obj, dict)
             and obj.get("kind") == "request"
@@ -172,7 +182,7 @@ class HttpCall(BaseModel):
     tool: str
     arguments: Any = None
     caller: CallerRef | None = None
-    timeout_ms: int | None = Field(default=None, ge=1)
+    timeout_ms: StrictInt | None = Field(default=None, ge=1)  # true / "100" are refused
 
     def to_request(self, request_id: str) -> ToolRequest:
         return ToolRequest(
