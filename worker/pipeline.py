@@ -13,7 +13,9 @@ bottom as the steps:
    read; else ``SESSION_QUERY_CALLER_UNAUTHENTICATED``;
 4. wait — read-your-writes: until the caller's log is applied through ``min_seq`` (and,
    over Kafka, until the caller exists at all), within the deadline;
-5. gate — the tool's execution mode per caller: searches exclusive, reads parallel;
+5. slot and gate — a running slot (``worker.slots``: bounded overall and per workspace;
+   a call waiting in step 4 holds none), then the tool's execution mode per caller:
+   searches exclusive, reads parallel;
 6. arguments — schema, then the rules upstream runs before resolving the caller
    (upstream validates arguments before the tool runs, SPEC §9.8);
 7. caller — resolved to its stored header (its ``cwd`` is the workspace, and must be
@@ -27,7 +29,9 @@ bottom as the steps:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -42,10 +46,13 @@ from worker.contract.errors import HarnessError, ToolAbortError, caller_unauthen
 from worker.contract.outcome import ToolReply
 from worker.execution import ExecutionGates
 from worker.limits import ToolLimits
+from worker.slots import Slots
 from worker.tools.access import Caller, resolve_caller
 from worker.tools.registry import TOOLS, Tool, ToolContext, lookup, parse_arguments
 
-RYW_POLL_S: Final = 0.01
+RYW_POLL_S: Final = 0.01  # first poll of a waiting call; the interval grows to RYW_POLL_MAX_S
+RYW_POLL_MAX_S: Final = 0.25
+MAX_CLOCK_SKEW_MS: Final = 5000  # how far ahead of this clock a request may say it was sent
 _PASSTHROUGH: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 
 
@@ -65,9 +72,12 @@ class ToolCall:
     timeout_ms: int | None = None
     sent_ms: float | None = None
     token: str | None = None
+    workspace_key: str | None = None  # the routing key the host sent it under
 
     @classmethod
-    def from_request(cls, request: ToolRequest, *, sent_ms: float | None) -> ToolCall:
+    def from_request(
+        cls, request: ToolRequest, *, sent_ms: float | None, workspace_key: str | None = None
+    ) -> ToolCall:
         """A request envelope (Kafka, HTTP) as a call; no ``caller.session_id``, no caller."""
         ref = request.caller
         caller = (
@@ -84,6 +94,7 @@ class ToolCall:
             timeout_ms=request.timeout_ms,
             sent_ms=sent_ms,
             token=ref.token if ref is not None else None,
+            workspace_key=workspace_key,
         )
 
 
@@ -91,15 +102,18 @@ def deadline_for(
     limits: ToolLimits, tool: Tool[Any] | None, timeout_ms: Any, sent_ms: float | None
 ) -> Deadline:
     """The one deadline computation: ``timeout_ms`` (ignored unless an int), capped by the
-    tool's budget (``searchTimeoutMs`` for searches) and ``max_timeout_ms``."""
+    tool's budget (``searchTimeoutMs`` for searches) and ``max_timeout_ms``, counted from
+    ``sent_ms``; a ``sent_ms`` more than ``MAX_CLOCK_SKEW_MS`` in the future (a producer
+    may set any CreateTime) is clamped to now, so no deadline outlives the cap."""
     budget = limits.max_timeout_ms
     if tool is not None and tool.budget == "search":
         budget = min(budget, limits.search_timeout_ms)
     if isinstance(timeout_ms, int) and not isinstance(timeout_ms, bool):
         budget = min(budget, timeout_ms)
-    if sent_ms is None:
-        return Deadline.after(budget)
-    age_s = time.time() - sent_ms / 1000.0
+    now_ms = time.time() * 1000.0
+    if sent_ms is None or sent_ms > now_ms + MAX_CLOCK_SKEW_MS:
+        return Deadline.after(budget)  # a far-future timestamp counts from now
+    age_s = (now_ms - sent_ms) / 1000.0
     return Deadline.after(budget, start=time.monotonic() - age_s)
 
 
@@ -114,6 +128,7 @@ class Pipeline:
         metrics: Metrics | None = None,
         wait_for_caller: bool = False,
         authenticator: CallerAuthenticator | None = None,
+        slots: Slots | None = None,
     ) -> None:
         """``wait_for_caller``: a caller session not indexed yet is waited for (within the
         deadline) instead of failing — over Kafka the caller's own events may still be in
@@ -123,6 +138,7 @@ class Pipeline:
         self.metrics = metrics
         self.wait_for_caller = wait_for_caller
         self.authenticator = authenticator
+        self.slots = slots
         self.gates = ExecutionGates()
         self._context = ToolContext(service, self.limits.max_search_results)
         self.in_flight = InFlight(bound=authenticator is not None)
@@ -187,8 +203,11 @@ class Pipeline:
             await self._wait_for_caller(call, token)
             caller_id = call.caller.session_id if call.caller is not None else ""
             tool = lookup(call.tool)
-            # 5. gate
-            async with self.gates.run(caller_id, exclusive=tool.exclusive):
+            # 5. a running slot (none while waiting), then the caller's execution gate
+            async with (
+                self._slot(call, token),
+                self.gates.run(caller_id, exclusive=tool.exclusive),
+            ):
                 token.check()
                 # 6. arguments
                 args = parse_arguments(tool, call.arguments)
@@ -217,6 +236,14 @@ class Pipeline:
             return ToolReply(error=abort, cancel_reason=token.reason)
         return ToolReply(error=error.failure())
 
+    def _slot(self, call: ToolCall, token: CancelToken) -> AbstractAsyncContextManager[None]:
+        """A running slot of the call's workspace (its routing key, else its caller), or
+        nothing when this pipeline does not bound running calls (in-process, HTTP)."""
+        if self.slots is None:
+            return contextlib.nullcontext()
+        caller = call.caller.session_id if call.caller is not None else ""
+        return self.slots.hold(call.workspace_key or f"session:{caller}", token)
+
     def _authenticate(self, call: ToolCall) -> Principal | None:
         """The verified principal, or None when this pipeline does not authenticate
         (embedded loopback mode, in-process calls)."""
@@ -231,18 +258,21 @@ class Pipeline:
         cancel ends the wait with its own reply.
 
         ``last_seq`` is one primary-key lookup, cheaper than a thread hand-off, so it runs
-        on the loop; only the waiting sleeps.
+        on the loop; only the waiting sleeps, a little longer each time (a caller that
+        never comes must not cost a lookup every 10 ms until its deadline).
         """
         caller = call.caller
         if caller is None or (call.min_seq is None and not self.wait_for_caller):
             return
         target = call.min_seq if call.min_seq is not None else -1
+        interval = RYW_POLL_S
         while True:
             last = self.service.last_seq(caller.session_id)
             if last is not None and last >= target:
                 return
             token.check()
-            await asyncio.sleep(RYW_POLL_S)
+            await asyncio.sleep(interval)
+            interval = min(RYW_POLL_MAX_S, interval * 1.5)
 
     async def call(
         self,

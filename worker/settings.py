@@ -22,7 +22,17 @@ class WorkerSettings(ServiceSettings):
     kafka: KafkaSettings
     tools: ToolLimits = Field(default_factory=ToolLimits)
     group: str = Field(default="sessionq-workers", min_length=1, description="consumer group id")
-    max_in_flight: int = Field(default=64, ge=1, description="concurrent calls per process")
+    max_in_flight: int = Field(
+        default=64, ge=1, description="calls running at once per process (waiting ones hold none)"
+    )
+    max_in_flight_per_workspace: int = Field(
+        default=16, ge=1, description="of those, at most this many for one workspace"
+    )
+    max_admitted: int = Field(
+        default=1024,
+        ge=1,
+        description="requests held at once per process, running or waiting for their caller",
+    )
     reply_topics: list[str] = Field(
         default_factory=lambda: list(REPLY_TOPIC_PATTERNS),
         description=(

@@ -145,6 +145,30 @@ def _violations(node: dict[str, Any], value: Any, path: str) -> list[str]:
     raise AssertionError(f"schema type {kind!r} is outside the supported subset")
 
 
+# ---- bounds (sessionq; upstream has none) --------------------------------------------------------
+MAX_ARGUMENT_DEPTH: Final = 32
+"""Arguments nested deeper than this are refused before the schema walk (which recurses)."""
+MAX_QUERY_CHARS: Final = 4096
+"""A search ``query`` longer than this is refused: tokenizing and phrase-matching a
+megabyte-long query costs seconds of CPU and holds its memory (issue 10)."""
+
+
+def bound_violations(arguments: Any) -> list[str]:
+    """What makes ``arguments`` too large to check at all, iteratively (no recursion)."""
+    stack: list[tuple[Any, int]] = [(arguments, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_ARGUMENT_DEPTH:
+                return [f"arguments must not nest deeper than {MAX_ARGUMENT_DEPTH} levels"]
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
+    query = arguments.get("query") if isinstance(arguments, dict) else None
+    if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
+        return [f'"query" must be at most {MAX_QUERY_CHARS} characters']
+    return []
+
+
 def schema_violations(tool: str, arguments: Any) -> list[str]:
     """Every violation of ``tool``'s parameter schema, in upstream walk order."""
     return _violations(_PARAMETERS[tool], arguments, "")

@@ -43,6 +43,7 @@ from worker.contract.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
 from worker.kafka.offsets import OffsetTracker
 from worker.pipeline import Pipeline, ToolCall
 from worker.settings import WorkerSettings
+from worker.slots import Slots
 
 log = logging.getLogger("sessionq.worker")
 LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
@@ -114,10 +115,12 @@ class Worker:
             metrics=self.metrics,
             wait_for_caller=True,
             authenticator=_authenticator(settings),
+            slots=Slots(settings.max_in_flight, settings.max_in_flight_per_workspace),
         )
         self.offsets = OffsetTracker()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._slots = asyncio.Semaphore(settings.max_in_flight)
+        # requests admitted (running or parked waiting for their caller / a slot)
+        self._admitted = asyncio.Semaphore(settings.max_admitted)
         self._stopping = asyncio.Event()
         self._started = False
         self.assigned: list[int] = []
@@ -180,7 +183,7 @@ class Worker:
                     )
                     self.offsets.finished(record.partition, record.offset)
                     continue
-                await self._slots.acquire()
+                await self._admitted.acquire()
                 task = asyncio.create_task(self._guarded(record, decoded))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
@@ -232,7 +235,7 @@ class Worker:
             )
             self.metrics.requests_unresolved.inc()
         finally:
-            self._slots.release()
+            self._admitted.release()
         self.offsets.finished(record.partition, record.offset)
 
     async def _resolve(
@@ -296,7 +299,8 @@ class Worker:
         elif isinstance(decoded, EnvelopeError):
             await self._dead_letter(record, decoded.message, decoded.code)
         else:
-            call = ToolCall.from_request(decoded, sent_ms=record.timestamp_ms)
+            key = record.key.decode("utf-8", "replace") if record.key is not None else None
+            call = ToolCall.from_request(decoded, sent_ms=record.timestamp_ms, workspace_key=key)
             reply = reply_for(decoded.id, await self.pipeline.answer(call))
             await self._reply(decoded.reply_to, reply)
 

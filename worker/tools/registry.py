@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
 
 from indexer.query.protocol import QueryService
-from worker.contract.arguments import TOOL_NAMES, schema_violations
+from worker.contract.arguments import TOOL_NAMES, bound_violations, schema_violations
 from worker.contract.deadline import CancelToken
 from worker.contract.errors import InvalidArgsError, unknown_tool
 from worker.tools.access import ResolvedCaller
@@ -83,8 +83,9 @@ def lookup(name: object) -> Tool[Any]:
 
 
 def parse_arguments(tool: Tool[Any], arguments: Any) -> Any:
-    """Schema-check ``arguments`` (every violation, upstream's wording), then parse them."""
-    violations = schema_violations(tool.name, arguments)
+    """Bound-check, then schema-check ``arguments`` (every violation, upstream's
+    wording), then parse them."""
+    violations = bound_violations(arguments) or schema_violations(tool.name, arguments)
     if violations:
         raise InvalidArgsError(violations)
     return tool.parse(arguments)

@@ -1,0 +1,296 @@
+"""Soak: mixed good and hostile traffic against a real broker for N minutes (issue 10).
+
+One local Apache Kafka broker (``deploy/kafka/start.sh``), the product's topics, a
+``sessionq indexer`` and a ``sessionq worker`` (with a keyring) as subprocesses over one
+data dir holding the real corpus. Two phases of ``--minutes`` each over the same stack:
+
+1. **good only**: signed ``session_search``/``session_trace``/``session_event_read`` calls
+   at ``--rate`` per second from one host client;
+2. **good + hostile**: the same good load, plus at ``--hostile-rate`` per second a mix of
+   requests for an unknown caller stamped 120 s in the future, forged and replayed
+   tokens, refused ``reply_to`` topics, 64 KiB queries, deeply nested arguments,
+   malformed records, foreign cancels and 5 MB cancel reasons for unknown ids.
+
+Prints: good requests sent / answered / lost, replies duplicated, the requests group's
+pinned offsets (committed < end once everything is answered), peak RSS of the indexer
+and the worker (VmHWM), and the good requests' p50/p99 in each phase with their ratio.
+
+Run: ``.venv/bin/python bench/soak.py --minutes 10`` (``--minutes 0.5`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Final
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from bench.bench_kafka import Broker
+from bench.bench_store import _percentile, machine
+from indexer.kafka.client import assign_all
+from worker.authn.keyring import keyring_entry
+from worker.authn.tokens import CallerSigner, generate_key_pair
+from worker.contract.envelopes import decode_reply
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+SQ: Final = str(ROOT / ".venv" / "bin" / "sessionq")
+CORPUS: Final = ROOT / "tests" / "data" / "dsh"
+GROUP: Final = "soak-workers"
+
+
+def vm_hwm_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def callers(data: Path) -> list[tuple[str, str]]:
+    from indexer.query.service import StoreQueryService
+
+    service = StoreQueryService(data)
+    try:
+        return [
+            (r.header.id, r.header.cwd)
+            for r in service.filter_sessions([])
+            if r.header.cwd is not None
+        ]
+    finally:
+        service.close()
+
+
+class Load:
+    """Sends requests, records send time per id, and reads every reply."""
+
+    def __init__(self, bootstrap: str, signer: CallerSigner, pool: list[tuple[str, str]]):
+        self.bootstrap = bootstrap
+        self.signer = signer
+        self.pool = pool
+        self.sent: dict[str, float] = {}
+        self.good: set[str] = set()
+        self.latency: dict[str, float] = {}
+        self.seen: dict[str, int] = {}
+        self.rng = random.Random(7)
+        self.producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, acks="all", max_request_size=8 * 1024 * 1024
+        )
+        self.consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="latest",
+                                         enable_auto_commit=False)
+
+    async def start(self) -> None:
+        await self.producer.start()
+        await self.consumer.start()
+        tps = await assign_all(self.consumer, "sessionq.replies")
+        await self.consumer.seek_to_end(*tps)
+        for tp in tps:
+            await self.consumer.position(tp)
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        while True:
+            for records in (await self.consumer.getmany(timeout_ms=200)).values():
+                now = time.monotonic()
+                for r in records:
+                    reply = decode_reply(r.value)
+                    self.seen[reply.id] = self.seen.get(reply.id, 0) + 1
+                    if reply.id in self.good and reply.id not in self.latency:
+                        self.latency[reply.id] = (now - self.sent[reply.id]) * 1000
+
+    async def send(self, record: dict[str, Any], key: str, **kw: Any) -> None:
+        await self.producer.send(
+            "sessionq.requests", orjson.dumps(record), key=key.encode(), **kw
+        )
+
+    def good_request(self) -> tuple[dict[str, Any], str]:
+        sid, cwd = self.rng.choice(self.pool)
+        rid = f"good-{uuid.uuid4()}"
+        tool, args = self.rng.choice([
+            ("session_search", {"query": self.rng.choice(["error", "test", "file", "PONG"])}),
+            ("session_trace", {}),
+            ("session_event_read", {"seq": 0}),
+        ])
+        record = {"v": 1, "kind": "request", "id": rid, "reply_to": "sessionq.replies",
+                  "tool": tool, "arguments": args, "timeout_ms": 30000,
+                  "caller": {"session_id": sid, "token": self.signer.token(rid, sid, cwd)}}
+        return record, cwd
+
+    def hostile(self) -> tuple[bytes | dict[str, Any], str, dict[str, Any]]:
+        sid, cwd = self.rng.choice(self.pool)
+        rid = f"bad-{uuid.uuid4()}"
+        kind = self.rng.choice(["future", "forged", "replayed", "reply_to", "huge", "deep",
+                                "garbage", "foreign-cancel", "fat-cancel"])
+        base: dict[str, Any] = {"v": 1, "kind": "request", "id": rid,
+                                "reply_to": "sessionq.replies", "tool": "session_search",
+                                "arguments": {"query": "error"}, "timeout_ms": 60000,
+                                "caller": {"session_id": sid,
+                                           "token": self.signer.token(rid, sid, cwd)}}
+        kw: dict[str, Any] = {}
+        if kind == "future":
+            base["caller"] = {"session_id": "nobody-" + rid}
+            kw["timestamp_ms"] = int(time.time() * 1000) + 120_000
+        elif kind == "forged":
+            base["caller"]["token"] = "x.y.z"
+        elif kind == "replayed":
+            base["caller"]["token"] = self.signer.token("other-" + rid, sid, cwd)
+        elif kind == "reply_to":
+            base["reply_to"] = self.rng.choice(["sessionq.events", "__consumer_offsets"])
+        elif kind == "huge":
+            base["arguments"] = {"query": "a " * 32768}
+        elif kind == "deep":  # 2,000 levels: written by hand, orjson refuses to
+            base["arguments"] = {"query": "x", "extra": "DEEP"}
+            text = orjson.dumps(base).replace(b'"DEEP"', b"[" * 2000 + b"1" + b"]" * 2000)
+            return text, cwd, kw
+        elif kind == "garbage":
+            return b"\xff not json", cwd, kw
+        elif kind == "foreign-cancel":
+            return {"v": 1, "kind": "cancel", "id": f"good-{uuid.uuid4()}", "reason": "stop",
+                    "caller": {"session_id": sid}}, cwd, kw
+        elif kind == "fat-cancel":
+            return {"v": 1, "kind": "cancel", "id": rid, "reason": "r" * 5_000_000}, cwd, kw
+        return base, cwd, kw
+
+    async def run(self, seconds: float, rate: float, hostile_rate: float) -> list[float]:
+        phase_ids: list[str] = []
+        start = time.monotonic()
+        n_good = n_bad = 0
+        while (now := time.monotonic()) - start < seconds:
+            due_good = int((now - start) * rate)
+            while n_good < due_good:
+                record, cwd = self.good_request()
+                self.good.add(record["id"])
+                self.sent[record["id"]] = time.monotonic()
+                phase_ids.append(record["id"])
+                await self.send(record, cwd)
+                n_good += 1
+            due_bad = int((now - start) * hostile_rate)
+            while n_bad < due_bad:
+                value, cwd, kw = self.hostile()
+                raw = value if isinstance(value, bytes) else orjson.dumps(value)
+                await self.producer.send("sessionq.requests", raw, key=cwd.encode(), **kw)
+                n_bad += 1
+            await asyncio.sleep(0.002)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(i in self.latency for i in phase_ids):
+            await asyncio.sleep(0.1)
+        return [self.latency[i] for i in phase_ids if i in self.latency]
+
+    async def stop(self) -> None:
+        self._reader.cancel()
+        await self.consumer.stop()
+        await self.producer.stop()
+
+
+async def pinned_offsets(bootstrap: str) -> dict[int, int]:
+    """Per partition, end offset - committed offset of the worker group (0 = resolved)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        await consumer._client.force_metadata_update()
+        parts = consumer.partitions_for_topic("sessionq.requests") or set()
+        tps = [TopicPartition("sessionq.requests", p) for p in sorted(parts)]
+        ends = await consumer.end_offsets(tps)
+        out = {}
+        for tp in tps:
+            committed = await consumer.committed(tp)
+            out[tp.partition] = ends[tp] - (committed or 0)
+        return out
+    finally:
+        await consumer.stop()
+
+
+async def amain(args: argparse.Namespace) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="sessionq-soak-"))
+    broker = Broker(tmp / "kafka")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        broker.start()
+        env = {**os.environ, "SESSIONQ_BOOTSTRAP": broker.bootstrap}
+        subprocess.run([SQ, "topics", "create", "--partitions", "4"], env=env, check=True,
+                       capture_output=True)
+        private, public = generate_key_pair()
+        (tmp / "host.key").write_text(private)
+        signer = CallerSigner.from_file("host", tmp / "host.key")
+        (tmp / "keyring.json").write_text(
+            json.dumps({"keys": [keyring_entry("host", public, ["*"])]}))
+        data = tmp / "data"
+        logs = [(tmp / "indexer.log").open("wb"), (tmp / "worker.log").open("wb")]
+        indexer = subprocess.Popen([SQ, "indexer", "--data", str(data), "--metrics-listen", ""],
+                                   env=env, stderr=logs[0])
+        procs.append(indexer)
+        subprocess.run([SQ, "publish", str(CORPUS)], env=env, check=True, capture_output=True)
+        while not (data / "store.sqlite3").exists() or len(callers(data)) < 100:
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(2)
+        worker = subprocess.Popen([SQ, "worker", "--data", str(data), "--group", GROUP,
+                                   "--keyring", str(tmp / "keyring.json"),
+                                   "--metrics-listen", ""],
+                                  env=env, stderr=logs[1])
+        procs.append(worker)
+        await asyncio.sleep(8)  # join the group
+        load = Load(broker.bootstrap, signer, callers(data))
+        await load.start()
+        seconds = args.minutes * 60
+        print(f"soak: {args.minutes} min good only at {args.rate}/s ...", flush=True)
+        quiet = await load.run(seconds, args.rate, 0)
+        print(f"soak: {args.minutes} min good + hostile ({args.hostile_rate}/s) ...", flush=True)
+        loud = await load.run(seconds, args.rate, args.hostile_rate)
+        await asyncio.sleep(5)
+        await load.stop()
+        pinned = await pinned_offsets(broker.bootstrap)
+        lost = len(load.good) - len(load.latency)
+        dup = sum(1 for n in load.seen.values() if n > 1)
+        q50, q99 = _percentile(quiet, 50), _percentile(quiet, 99)
+        l50, l99 = _percentile(loud, 50), _percentile(loud, 99)
+        print(f"machine: {machine()}")
+        print(f"good requests: {len(load.good)} sent, {len(load.latency)} answered, {lost} lost;"
+              f" replies duplicated: {dup}")
+        print(f"pinned offsets (end - committed per partition, after drain): {pinned}")
+        print(f"peak RSS: indexer {vm_hwm_mb(indexer.pid):.0f} MB,"
+              f" worker {vm_hwm_mb(worker.pid):.0f} MB")
+        print(f"good p50/p99 without hostile load: {q50:.1f} / {q99:.1f} ms;"
+              f" with: {l50:.1f} / {l99:.1f} ms (p99 x{l99 / q99 if q99 else float('nan'):.2f})")
+        ok = lost == 0 and all(v == 0 for v in pinned.values()) and l99 <= 2 * q99
+        print("RESULT:", "PASS" if ok else "MISS")
+        return 0 if ok else 1
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        broker.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--minutes", type=float, default=10.0, help="per phase")
+    ap.add_argument("--rate", type=float, default=50.0, help="good requests per second")
+    ap.add_argument("--hostile-rate", type=float, default=50.0, help="hostile records per second")
+    return asyncio.run(amain(ap.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
