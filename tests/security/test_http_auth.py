@@ -5,7 +5,6 @@ and a too-large body answered in the API's JSON error shape."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -21,11 +20,10 @@ from urllib.parse import quote
 import aiohttp
 import pytest
 
-from tests.serve.conftest import DEMO_SESSIONS, POLL_S
+from tests.serve.conftest import DEMO_SESSIONS, running_embedded
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
 from worker.http.auth import TokenFileError, is_loopback, load_token
-from worker.http.embedded import MAX_BODY_BYTES, Embedded
-from worker.http.ops import start_server
+from worker.http.embedded import MAX_BODY_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "s3cr3t-token-\u00e9-value"  # non-ASCII on purpose: compared as bytes
@@ -51,22 +49,8 @@ def demo(tmp_path: Path) -> DemoSummary:
 
 @contextlib.asynccontextmanager
 async def serving(demo: DemoSummary, data: Path, token: str | None) -> AsyncIterator[Server]:
-    embedded = Embedded([demo.root], data, token=token)
-    runner, port = await start_server(embedded.app(), "127.0.0.1:0")
-    watcher: asyncio.Task[None] | None = None
-    try:
-        await embedded.initial_ingest()
-        watcher = asyncio.create_task(embedded.watch(POLL_S))
-        async with aiohttp.ClientSession() as http:
-            yield Server(f"http://127.0.0.1:{port}", http, demo, token)
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-        await runner.cleanup()
-        await asyncio.get_running_loop().shutdown_default_executor()
-        embedded.close()
+    async with running_embedded(demo.root, data, token=token) as (_, base, http):
+        yield Server(base, http, demo, token)
 
 
 @pytest.fixture

@@ -67,16 +67,20 @@ def demo(tmp_path: Path) -> DemoSummary:
     return write_demo_corpus(tmp_path / "sessions", DEMO_SESSIONS, seed=7)
 
 
-@pytest.fixture
-async def served(demo: DemoSummary, tmp_path: Path) -> AsyncIterator[Served]:
-    embedded = Embedded([demo.root], tmp_path / "data")
+@contextlib.asynccontextmanager
+async def running_embedded(
+    root: Path, data: Path, *, token: str | None = None
+) -> AsyncIterator[tuple[Embedded, str, aiohttp.ClientSession]]:
+    """A real ``serve`` over ``root`` on a loopback port, ingested and watching; yields
+    the app, its base URL and an HTTP session; stopped and closed on exit."""
+    embedded = Embedded([root], data, token=token)
     runner, port = await start_server(embedded.app(), "127.0.0.1:0")
     watcher: asyncio.Task[None] | None = None
     try:
         await embedded.initial_ingest()
         watcher = asyncio.create_task(embedded.watch(POLL_S))
         async with aiohttp.ClientSession() as http:
-            yield Served(f"http://127.0.0.1:{port}", http, demo, embedded)
+            yield embedded, f"http://127.0.0.1:{port}", http
     finally:
         if watcher is not None:
             watcher.cancel()
@@ -86,3 +90,9 @@ async def served(demo: DemoSummary, tmp_path: Path) -> AsyncIterator[Served]:
         # A cancelled scan may still be applying in a worker thread: let it finish first.
         await asyncio.get_running_loop().shutdown_default_executor()
         embedded.close()
+
+
+@pytest.fixture
+async def served(demo: DemoSummary, tmp_path: Path) -> AsyncIterator[Served]:
+    async with running_embedded(demo.root, tmp_path / "data") as (embedded, base, http):
+        yield Served(base, http, demo, embedded)
