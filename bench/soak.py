@@ -6,14 +6,17 @@ data dir holding the real corpus. Two phases of ``--minutes`` each over the same
 
 1. **good only**: signed ``session_search``/``session_trace``/``session_event_read`` calls
    at ``--rate`` per second from one host client;
-2. **good + hostile**: the same good load, plus at ``--hostile-rate`` per second a mix of
+2. **good + hostile**: the same good load, plus at ``--hostile-rate`` per second, from a
+   separate process (an attacker is another client, not the measuring one), a mix of
    requests for an unknown caller stamped 120 s in the future, forged and replayed
-   tokens, refused ``reply_to`` topics, 64 KiB queries, deeply nested arguments,
-   malformed records, foreign cancels and 5 MB cancel reasons for unknown ids.
+   tokens, refused ``reply_to`` topics, 64 KiB queries, 900 KB argument blobs, deeply
+   nested arguments, malformed records, foreign cancels and 5 MB cancels (which the
+   requests topic refuses: its records are bounded at 1 MiB).
 
 Prints: good requests sent / answered / lost, replies duplicated, the requests group's
 pinned offsets (committed < end once everything is answered), peak RSS of the indexer
-and the worker (VmHWM), and the good requests' p50/p99 in each phase with their ratio.
+and the worker (VmHWM), the worker's resident memory before, right after and 20 s after
+the hostile phase, and the good requests' p50/p99 in each phase with their ratio.
 
 Run: ``.venv/bin/python bench/soak.py --minutes 10`` (``--minutes 0.5`` for a smoke run).
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -40,6 +44,7 @@ if __package__ in (None, ""):
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import MessageSizeTooLargeError
 
 from bench.bench_kafka import Broker
 from bench.bench_store import _percentile, machine
@@ -58,6 +63,16 @@ def vm_hwm_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def vm_rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -93,8 +108,9 @@ class Load:
         self.producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap, acks="all", max_request_size=8 * 1024 * 1024
         )
-        self.consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="latest",
-                                         enable_auto_commit=False)
+        self.consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, auto_offset_reset="latest", enable_auto_commit=False
+        )
 
     async def start(self) -> None:
         await self.producer.start()
@@ -116,62 +132,34 @@ class Load:
                         self.latency[reply.id] = (now - self.sent[reply.id]) * 1000
 
     async def send(self, record: dict[str, Any], key: str, **kw: Any) -> None:
-        await self.producer.send(
-            "sessionq.requests", orjson.dumps(record), key=key.encode(), **kw
-        )
+        await self.producer.send("sessionq.requests", orjson.dumps(record), key=key.encode(), **kw)
 
     def good_request(self) -> tuple[dict[str, Any], str]:
         sid, cwd = self.rng.choice(self.pool)
         rid = f"good-{uuid.uuid4()}"
-        tool, args = self.rng.choice([
-            ("session_search", {"query": self.rng.choice(["error", "test", "file", "PONG"])}),
-            ("session_trace", {}),
-            ("session_event_read", {"seq": 0}),
-        ])
-        record = {"v": 1, "kind": "request", "id": rid, "reply_to": "sessionq.replies",
-                  "tool": tool, "arguments": args, "timeout_ms": 30000,
-                  "caller": {"session_id": sid, "token": self.signer.token(rid, sid, cwd)}}
+        tool, args = self.rng.choice(
+            [
+                ("session_search", {"query": self.rng.choice(["error", "test", "file", "PONG"])}),
+                ("session_trace", {}),
+                ("session_event_read", {"seq": 0}),
+            ]
+        )
+        record = {
+            "v": 1,
+            "kind": "request",
+            "id": rid,
+            "reply_to": "sessionq.replies",
+            "tool": tool,
+            "arguments": args,
+            "timeout_ms": 30000,
+            "caller": {"session_id": sid, "token": self.signer.token(rid, sid, cwd)},
+        }
         return record, cwd
 
-    def hostile(self) -> tuple[bytes | dict[str, Any], str, dict[str, Any]]:
-        sid, cwd = self.rng.choice(self.pool)
-        rid = f"bad-{uuid.uuid4()}"
-        kind = self.rng.choice(["future", "forged", "replayed", "reply_to", "huge", "deep",
-                                "garbage", "foreign-cancel", "fat-cancel"])
-        base: dict[str, Any] = {"v": 1, "kind": "request", "id": rid,
-                                "reply_to": "sessionq.replies", "tool": "session_search",
-                                "arguments": {"query": "error"}, "timeout_ms": 60000,
-                                "caller": {"session_id": sid,
-                                           "token": self.signer.token(rid, sid, cwd)}}
-        kw: dict[str, Any] = {}
-        if kind == "future":
-            base["caller"] = {"session_id": "nobody-" + rid}
-            kw["timestamp_ms"] = int(time.time() * 1000) + 120_000
-        elif kind == "forged":
-            base["caller"]["token"] = "x.y.z"
-        elif kind == "replayed":
-            base["caller"]["token"] = self.signer.token("other-" + rid, sid, cwd)
-        elif kind == "reply_to":
-            base["reply_to"] = self.rng.choice(["sessionq.events", "__consumer_offsets"])
-        elif kind == "huge":
-            base["arguments"] = {"query": "a " * 32768}
-        elif kind == "deep":  # 2,000 levels: written by hand, orjson refuses to
-            base["arguments"] = {"query": "x", "extra": "DEEP"}
-            text = orjson.dumps(base).replace(b'"DEEP"', b"[" * 2000 + b"1" + b"]" * 2000)
-            return text, cwd, kw
-        elif kind == "garbage":
-            return b"\xff not json", cwd, kw
-        elif kind == "foreign-cancel":
-            return {"v": 1, "kind": "cancel", "id": f"good-{uuid.uuid4()}", "reason": "stop",
-                    "caller": {"session_id": sid}}, cwd, kw
-        elif kind == "fat-cancel":
-            return {"v": 1, "kind": "cancel", "id": rid, "reason": "r" * 5_000_000}, cwd, kw
-        return base, cwd, kw
-
-    async def run(self, seconds: float, rate: float, hostile_rate: float) -> list[float]:
+    async def run(self, seconds: float, rate: float) -> list[float]:
         phase_ids: list[str] = []
         start = time.monotonic()
-        n_good = n_bad = 0
+        n_good = 0
         while (now := time.monotonic()) - start < seconds:
             due_good = int((now - start) * rate)
             while n_good < due_good:
@@ -181,12 +169,6 @@ class Load:
                 phase_ids.append(record["id"])
                 await self.send(record, cwd)
                 n_good += 1
-            due_bad = int((now - start) * hostile_rate)
-            while n_bad < due_bad:
-                value, cwd, kw = self.hostile()
-                raw = value if isinstance(value, bytes) else orjson.dumps(value)
-                await self.producer.send("sessionq.requests", raw, key=cwd.encode(), **kw)
-                n_bad += 1
             await asyncio.sleep(0.002)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not all(i in self.latency for i in phase_ids):
@@ -199,10 +181,122 @@ class Load:
         await self.producer.stop()
 
 
+class Hostile:
+    """The hostile mix, produced from its own process (``hostile_process``)."""
+
+    def __init__(self, bootstrap: str, signer: CallerSigner, pool: list[tuple[str, str]]):
+        self.signer = signer
+        self.pool = pool
+        self.rng = random.Random(11)
+        self.counts: dict[str, int] = {}
+        self.producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, acks=1, max_request_size=8 * 1024 * 1024
+        )
+
+    def hostile(self) -> tuple[bytes | dict[str, Any], str, dict[str, Any]]:
+        sid, cwd = self.rng.choice(self.pool)
+        rid = f"bad-{uuid.uuid4()}"
+        kind = self.rng.choice(
+            [
+                "future",
+                "forged",
+                "replayed",
+                "reply_to",
+                "huge",
+                "blob",
+                "deep",
+                "garbage",
+                "foreign-cancel",
+                "fat-cancel",
+            ]
+        )
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        base: dict[str, Any] = {
+            "v": 1,
+            "kind": "request",
+            "id": rid,
+            "reply_to": "sessionq.replies",
+            "tool": "session_search",
+            "arguments": {"query": "error"},
+            "timeout_ms": 60000,
+            "caller": {"session_id": sid, "token": self.signer.token(rid, sid, cwd)},
+        }
+        kw: dict[str, Any] = {}
+        if kind == "future":
+            base["caller"] = {"session_id": "nobody-" + rid}
+            kw["timestamp_ms"] = int(time.time() * 1000) + 120_000
+        elif kind == "forged":
+            base["caller"]["token"] = "x.y.z"
+        elif kind == "replayed":
+            base["caller"]["token"] = self.signer.token("other-" + rid, sid, cwd)
+        elif kind == "reply_to":
+            base["reply_to"] = self.rng.choice(["sessionq.events", "__consumer_offsets"])
+        elif kind == "huge":
+            base["arguments"] = {"query": "a " * 32768}
+        elif kind == "blob":  # just under the record bound: parsed, then INVALID_ARGS
+            base["arguments"] = {"query": "error", "pad": "b" * 900_000}
+        elif kind == "deep":  # 2,000 levels: written by hand, orjson refuses to
+            base["arguments"] = {"query": "x", "extra": "DEEP"}
+            text = orjson.dumps(base).replace(b'"DEEP"', b"[" * 2000 + b"1" + b"]" * 2000)
+            return text, cwd, kw
+        elif kind == "garbage":
+            return b"\xff not json", cwd, kw
+        elif kind == "foreign-cancel":
+            return (
+                {
+                    "v": 1,
+                    "kind": "cancel",
+                    "id": f"good-{uuid.uuid4()}",
+                    "reason": "stop",
+                    "caller": {"session_id": sid},
+                },
+                cwd,
+                kw,
+            )
+        elif kind == "fat-cancel":
+            return {"v": 1, "kind": "cancel", "id": rid, "reason": "r" * 5_000_000}, cwd, kw
+        return base, cwd, kw
+
+    async def run(self, seconds: float, rate: float) -> dict[str, int]:
+        await self.producer.start()
+        refused = 0
+        try:
+            start = time.monotonic()
+            n_bad = 0
+            while (now := time.monotonic()) - start < seconds:
+                while n_bad < int((now - start) * rate):
+                    value, cwd, kw = self.hostile()
+                    raw = value if isinstance(value, bytes) else orjson.dumps(value)
+                    try:
+                        await self.producer.send_and_wait(
+                            "sessionq.requests", raw, key=cwd.encode(), **kw
+                        )
+                    except MessageSizeTooLargeError:
+                        refused += 1  # the requests topic's 1 MiB bound
+                    n_bad += 1
+                await asyncio.sleep(0.002)
+        finally:
+            await self.producer.stop()
+        return {**self.counts, "refused by the broker": refused}
+
+
+def hostile_process(
+    bootstrap: str,
+    key_file: str,
+    pool: list[tuple[str, str]],
+    seconds: float,
+    rate: float,
+    out: Any,
+) -> None:
+    signer = CallerSigner.from_file("host", Path(key_file))
+    out.put(asyncio.run(Hostile(bootstrap, signer, pool).run(seconds, rate)))
+
+
 async def pinned_offsets(bootstrap: str) -> dict[int, int]:
     """Per partition, end offset - committed offset of the worker group (0 = resolved)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP,
-                                enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=GROUP, enable_auto_commit=False
+    )
     await consumer.start()
     try:
         await consumer._client.force_metadata_update()
@@ -225,36 +319,71 @@ async def amain(args: argparse.Namespace) -> int:
     try:
         broker.start()
         env = {**os.environ, "SESSIONQ_BOOTSTRAP": broker.bootstrap}
-        subprocess.run([SQ, "topics", "create", "--partitions", "4"], env=env, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [SQ, "topics", "create", "--partitions", "4"], env=env, check=True, capture_output=True
+        )
         private, public = generate_key_pair()
         (tmp / "host.key").write_text(private)
         signer = CallerSigner.from_file("host", tmp / "host.key")
         (tmp / "keyring.json").write_text(
-            json.dumps({"keys": [keyring_entry("host", public, ["*"])]}))
+            json.dumps({"keys": [keyring_entry("host", public, ["*"])]})
+        )
         data = tmp / "data"
         logs = [(tmp / "indexer.log").open("wb"), (tmp / "worker.log").open("wb")]
-        indexer = subprocess.Popen([SQ, "indexer", "--data", str(data), "--metrics-listen", ""],
-                                   env=env, stderr=logs[0])
+        indexer = subprocess.Popen(
+            [SQ, "indexer", "--data", str(data), "--metrics-listen", ""], env=env, stderr=logs[0]
+        )
         procs.append(indexer)
         subprocess.run([SQ, "publish", str(CORPUS)], env=env, check=True, capture_output=True)
         while not (data / "store.sqlite3").exists() or len(callers(data)) < 100:
             await asyncio.sleep(0.5)
         await asyncio.sleep(2)
-        worker = subprocess.Popen([SQ, "worker", "--data", str(data), "--group", GROUP,
-                                   "--keyring", str(tmp / "keyring.json"),
-                                   "--metrics-listen", ""],
-                                  env=env, stderr=logs[1])
+        worker = subprocess.Popen(
+            [
+                SQ,
+                "worker",
+                "--data",
+                str(data),
+                "--group",
+                GROUP,
+                "--keyring",
+                str(tmp / "keyring.json"),
+                "--metrics-listen",
+                "",
+            ],
+            env=env,
+            stderr=logs[1],
+        )
         procs.append(worker)
         await asyncio.sleep(8)  # join the group
         load = Load(broker.bootstrap, signer, callers(data))
         await load.start()
         seconds = args.minutes * 60
+        rss_start = vm_rss_mb(worker.pid)
         print(f"soak: {args.minutes} min good only at {args.rate}/s ...", flush=True)
-        quiet = await load.run(seconds, args.rate, 0)
+        quiet = await load.run(seconds, args.rate)
+        rss_quiet = vm_rss_mb(worker.pid)
         print(f"soak: {args.minutes} min good + hostile ({args.hostile_rate}/s) ...", flush=True)
-        loud = await load.run(seconds, args.rate, args.hostile_rate)
-        await asyncio.sleep(5)
+        ctx = multiprocessing.get_context("spawn")
+        out = ctx.Queue()
+        attacker = ctx.Process(
+            target=hostile_process,
+            args=(
+                broker.bootstrap,
+                str(tmp / "host.key"),
+                load.pool,
+                seconds,
+                args.hostile_rate,
+                out,
+            ),
+        )
+        attacker.start()
+        loud = await load.run(seconds, args.rate)
+        hostile_counts = await asyncio.to_thread(out.get, True, 120)
+        attacker.join(30)
+        rss_loud = vm_rss_mb(worker.pid)
+        await asyncio.sleep(20)
+        rss_after = vm_rss_mb(worker.pid)
         await load.stop()
         pinned = await pinned_offsets(broker.bootstrap)
         lost = len(load.good) - len(load.latency)
@@ -262,13 +391,25 @@ async def amain(args: argparse.Namespace) -> int:
         q50, q99 = _percentile(quiet, 50), _percentile(quiet, 99)
         l50, l99 = _percentile(loud, 50), _percentile(loud, 99)
         print(f"machine: {machine()}")
-        print(f"good requests: {len(load.good)} sent, {len(load.latency)} answered, {lost} lost;"
-              f" replies duplicated: {dup}")
+        print(
+            f"good requests: {len(load.good)} sent, {len(load.latency)} answered, {lost} lost;"
+            f" replies duplicated: {dup}"
+        )
         print(f"pinned offsets (end - committed per partition, after drain): {pinned}")
-        print(f"peak RSS: indexer {vm_hwm_mb(indexer.pid):.0f} MB,"
-              f" worker {vm_hwm_mb(worker.pid):.0f} MB")
-        print(f"good p50/p99 without hostile load: {q50:.1f} / {q99:.1f} ms;"
-              f" with: {l50:.1f} / {l99:.1f} ms (p99 x{l99 / q99 if q99 else float('nan'):.2f})")
+        n_hostile = sum(v for k, v in hostile_counts.items() if "refused" not in k)
+        print(f"hostile records sent: {n_hostile} {hostile_counts}")
+        print(
+            f"peak RSS: indexer {vm_hwm_mb(indexer.pid):.0f} MB,"
+            f" worker {vm_hwm_mb(worker.pid):.0f} MB"
+        )
+        print(
+            f"worker RSS: {rss_start:.0f} MB at start, {rss_quiet:.0f} MB after good only,"
+            f" {rss_loud:.0f} MB right after hostile, {rss_after:.0f} MB 20 s later"
+        )
+        print(
+            f"good p50/p99 without hostile load: {q50:.1f} / {q99:.1f} ms;"
+            f" with: {l50:.1f} / {l99:.1f} ms (p99 x{l99 / q99 if q99 else float('nan'):.2f})"
+        )
         ok = lost == 0 and all(v == 0 for v in pinned.values()) and l99 <= 2 * q99
         print("RESULT:", "PASS" if ok else "MISS")
         return 0 if ok else 1

@@ -136,3 +136,29 @@ async def test_the_kafka_indexer_is_not_ready_on_a_full_disk_and_recovers(
         assert indexer.failing is None and indexer.readiness_notes() == {}
     assert assert_consistent(data) == set(ids)
     assert store_stats(data).sessions == len(ids)
+
+
+async def test_serve_on_a_full_disk_names_the_cause_and_stores_everything_once_freed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.serve.conftest import running_embedded
+
+    logs, data = tmp_path / "logs", tmp_path / "data"
+    ids = write_logs(logs, 30)
+    limit_sqlite(monkeypatch, MAX_PAGES)
+    async with running_embedded(logs, data) as (embedded, base, http):
+        async with http.get(f"{base}/readyz") as response:
+            body = await response.json()
+        assert body["store_error"].endswith(SQLITE_FULL), body
+        assert "no transaction is active" not in body["store_error"]
+        assert_consistent(data)
+        # Space freed: the watcher reads the lost sessions again by itself.
+        embedded.store.tables.conn.execute("PRAGMA max_page_count = 1073741823")
+
+        async def recovered() -> bool:
+            async with http.get(f"{base}/readyz") as response:
+                ready = await response.json()
+            return "store_error" not in ready and store_stats(data).sessions == len(ids)
+
+        await wait_until(recovered, timeout=60, what="serve to store every session")
+    assert assert_consistent(data) == set(ids)

@@ -16,7 +16,7 @@ from tests.builders import header, plain, user
 from tests.kafka.harness import stack_with_session
 from tests.kafka.records import request_record
 from tests.worker.conftest import HarnessFactory
-from worker.contract.arguments import MAX_ARGUMENT_DEPTH, MAX_QUERY_CHARS
+from worker.contract.arguments import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, MAX_QUERY_CHARS
 from worker.limits import ToolLimits
 from worker.pipeline import Pipeline, ToolCall, deadline_for
 from worker.slots import Slots
@@ -46,6 +46,10 @@ async def test_deep_arguments_and_huge_queries_are_refused_before_any_work(
     reply = await h.call("session_search", {"query": "needle " * 2000})
     assert reply.error is not None and reply.error.code == "INVALID_ARGS"
     assert f'"query" must be at most {MAX_QUERY_CHARS} characters' in reply.error.message
+    wide = {"query": "needle", "session_ids": ["s" * 1000] * (MAX_ARGUMENT_CHARS // 1000 + 1)}
+    reply = await h.call("session_search", wide)
+    assert reply.error is not None and reply.error.code == "INVALID_ARGS"
+    assert f"arguments must total at most {MAX_ARGUMENT_CHARS} characters" in reply.error.message
     assert h.spy.calls == []  # refused before the service was asked anything
     ok = await h.call("session_search", {"query": "needle " * 10})
     assert ok.error is None, ok.text

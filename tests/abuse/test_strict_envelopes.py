@@ -101,3 +101,22 @@ def test_deeply_nested_request_is_refused_with_a_named_reason() -> None:
     with pytest.raises(EnvelopeError) as dead:
         decode_request(('{"v": 1, "kind": "request", "arguments": ' + _nested(1010) + "}").encode())
     assert f"nested deeper than {MAX_NESTING} levels" in dead.value.message
+
+
+# ---- request size (item 7) -------------------------------------------------------------------
+def test_an_oversized_request_record_is_refused_unparsed() -> None:
+    from worker.contract.envelopes import MAX_REQUEST_BYTES
+
+    big = orjson.dumps(_request(arguments={"query": "x", "pad": "p" * MAX_REQUEST_BYTES}))
+    with pytest.raises(EnvelopeError) as info:
+        decode_request(big)
+    assert info.value.message == (
+        f"request record is {len(big)} bytes; the maximum is {MAX_REQUEST_BYTES} (not parsed)"
+    )
+    # A cancel is a request record too: a 5 MB reason is never parsed.
+    fat = orjson.dumps({"v": 1, "kind": "cancel", "id": "r1", "reason": "r" * 5_000_000})
+    with pytest.raises(EnvelopeError, match="the maximum is"):
+        decode_request(fat)
+    just = orjson.dumps(_request(arguments={"pad": "p" * (MAX_REQUEST_BYTES - 200)}))
+    assert len(just) <= MAX_REQUEST_BYTES
+    assert isinstance(decode_request(just), ToolRequest)

@@ -21,6 +21,7 @@ from tests.kafka.processes import (
     PYTHON,
     REPO_ROOT,
 )
+from worker.contract.envelopes import MAX_REQUEST_BYTES
 from worker.kafka.topics import ensure_topics
 
 pytestmark = pytest.mark.kafka
@@ -63,6 +64,8 @@ async def test_topics_are_created_with_their_partitions_and_configs_once(
         assert events["retention.ms"] == "-1"
         assert events["retention.bytes"] == "-1"
         assert events["max.message.bytes"] == "8388608"
+        requests = await topic_configs(kafka_bootstrap, topics.requests)
+        assert requests["max.message.bytes"] == str(MAX_REQUEST_BYTES)  # issue 10: 1 MiB
         day = 24 * 3600 * 1000
         for name in (topics.requests, topics.replies):
             assert (await topic_configs(kafka_bootstrap, name))["retention.ms"] == str(day)

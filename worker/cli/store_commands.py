@@ -169,9 +169,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     settings = settings_from(CallSettings, args)
     request_id = str(uuid.uuid4())
     if settings.kafka is not None:
-        reply = asyncio.run(
-            _call_over_kafka(settings, args, arguments, request_id)
-        )
+        reply = asyncio.run(_call_over_kafka(settings, args, arguments, request_id))
         return _print_reply(args, reply)
     if settings.data is None:
         fail(args.command, "give --data DIR or --bootstrap HOST:PORT")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any, Final
 
@@ -153,16 +154,30 @@ MAX_QUERY_CHARS: Final = 4096
 megabyte-long query costs seconds of CPU and holds its memory (issue 10)."""
 
 
+MAX_ARGUMENT_CHARS: Final = 512 * 1024
+"""All strings (keys included) of one call's arguments together: room for the 10,000
+filter values SPEC allows, not for megabytes that every later step would copy."""
+
+
 def bound_violations(arguments: Any) -> list[str]:
     """What makes ``arguments`` too large to check at all, iteratively (no recursion)."""
     stack: list[tuple[Any, int]] = [(arguments, 1)]
+    chars = 0
     while stack:
         value, depth = stack.pop()
-        if isinstance(value, dict | list):
+        if isinstance(value, str):
+            chars += len(value)
+        elif isinstance(value, dict | list):
             if depth > MAX_ARGUMENT_DEPTH:
                 return [f"arguments must not nest deeper than {MAX_ARGUMENT_DEPTH} levels"]
-            items = value.values() if isinstance(value, dict) else value
+            if isinstance(value, dict):
+                chars += sum(len(key) for key in value)
+            items: Iterable[Any] = value.values() if isinstance(value, dict) else value
             stack.extend((item, depth + 1) for item in items)
+        else:
+            chars += 1
+        if chars > MAX_ARGUMENT_CHARS:
+            return [f"arguments must total at most {MAX_ARGUMENT_CHARS} characters"]
     query = arguments.get("query") if isinstance(arguments, dict) else None
     if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
         return [f'"query" must be at most {MAX_QUERY_CHARS} characters']

@@ -6,7 +6,7 @@ key; the worker answers on ``reply_to`` with exactly one ``reply`` per request i
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, ValidationError
@@ -15,6 +15,11 @@ from indexer.errors import INVALID_REQUEST, SessionqError
 from indexer.model.records import MAX_NESTING, describe_validation_error, nesting_exceeds
 from worker.contract.errors import INVALID_ARGS
 from worker.contract.outcome import ToolReply
+
+MAX_REQUEST_BYTES: Final = 1024 * 1024
+"""A request or cancel record (or HTTP body) larger than this is refused unparsed: the
+requests topic takes no more (``max.message.bytes``), and parsing megabytes per record
+would let one sender stall everyone else's calls (issue 10)."""
 
 
 class _Envelope(BaseModel):
@@ -126,6 +131,10 @@ def decode_request(value: bytes | None) -> RequestRecord:
     """
     if value is None:
         raise EnvelopeError("record has no value")
+    if len(value) > MAX_REQUEST_BYTES:
+        raise EnvelopeError(
+            f"request record is {len(value)} bytes; the maximum is {MAX_REQUEST_BYTES} (not parsed)"
+        )
     try:
         obj = orjson.loads(value)
     except orjson.JSONDecodeError as exc:

@@ -53,9 +53,15 @@ from indexer.query.service import StoreQueryService
 from indexer.query.types import SessionRecord
 from indexer.stats import store_stats
 from indexer.store.data_dir import Store
+from indexer.store.failure import describe
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken
-from worker.contract.envelopes import HttpCall, first_validation_error, reply_for
+from worker.contract.envelopes import (
+    MAX_REQUEST_BYTES,
+    HttpCall,
+    first_validation_error,
+    reply_for,
+)
 from worker.contract.errors import SESSION_NOT_FOUND, HarnessError
 from worker.http.auth import OPEN_PATHS, bearer, token_matches
 from worker.http.ops import ops_routes
@@ -73,7 +79,7 @@ from worker.tools.registry import TOOLS
 
 log = logging.getLogger("sessionq.serve")
 
-MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_BODY_BYTES = MAX_REQUEST_BYTES  # the same bound as a Kafka request record
 MAX_LISTED_SESSIONS = 500
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # A watched session whose log was rewritten while serve was down fails with one of these.
@@ -97,6 +103,7 @@ class IngestStatus:
     last_scan_at: float | None = None
     pending_changes: int = 0
     rejected: dict[str, str] = field(default_factory=dict)
+    store_error: str | None = None  # why the latest batch was not stored (e.g. disk full)
 
 
 class Embedded:
@@ -154,13 +161,11 @@ class Embedded:
                 if item.path is not None and isinstance(item.record, HeaderRecord):
                     self.store.tables.set_watched_source(sid, str(item.path.resolve()))
             except BatchAbortedError as exc:
-                log.error("batch lost, retrying on the next scan: %s", exc.message)
-                self.watcher.rewind(_sessions(items))
+                self._lost(items, exc.message)
                 return
             except sqlite3.Error as exc:  # recording the watched source failed
                 self.store.abort()
-                log.error("batch lost, retrying on the next scan: %s", exc)
-                self.watcher.rewind(_sessions(items))
+                self._lost(items, describe(exc))
                 return
             except RecordRejectedError as exc:
                 if rewritten is not None and sid in rewritable and exc.code in REWRITTEN_CODES:
@@ -183,6 +188,7 @@ class Embedded:
                     item.key,
                     exc.message,
                 )
+                self.status.store_error = exc.message
                 retry.add(record_session_id(item.record))
                 continue
             if applied.noop:
@@ -193,14 +199,23 @@ class Embedded:
         try:
             self.store.commit()
         except BatchAbortedError as exc:
-            log.error("batch lost, retrying on the next scan: %s", exc.message)
-            self.watcher.rewind(_sessions(items))
+            self._lost(items, exc.message)
             return
+        if not retry:
+            self.status.store_error = None
         self.watcher.rewind(retry)
         self.status.applied_records += applied_now
         self.metrics.commit_seconds.observe(time.perf_counter() - started)
         self.status.last_applied_at = time.time()
         self.metrics.last_applied.set(self.status.last_applied_at)
+
+    def _lost(self, items: Sequence[Emitted], cause: str) -> None:
+        """A lost batch: nothing of it is stored; its sessions are read again next scan,
+        and ``/readyz`` and ``/v1/status`` name the cause (``store_error``) until a batch
+        commits again."""
+        log.error("batch lost, retrying on the next scan: %s", cause)
+        self.status.store_error = cause
+        self.watcher.rewind(_sessions(items))
 
     def _scan(self) -> list[Emitted]:
         items = self.watcher.scan()
@@ -284,6 +299,10 @@ class Embedded:
     async def ready(self) -> bool:
         return self.status.ready
 
+    def _readiness_notes(self) -> dict[str, str]:
+        error = self.status.store_error
+        return {} if error is None else {"store_error": error}
+
     def close(self) -> None:
         self.service.close()
         self.store.close()
@@ -291,7 +310,7 @@ class Embedded:
     # ---- HTTP ---------------------------------------------------------------------------------
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._guard])
-        app.add_routes(ops_routes(self.metrics, self.ready))
+        app.add_routes(ops_routes(self.metrics, self.ready, self._readiness_notes))
         app.add_routes(
             [
                 web.post("/v1/call", self._call_view),
@@ -365,6 +384,7 @@ class Embedded:
         return web.json_response(
             {
                 "ready": s.ready,
+                "store_error": s.store_error,
                 "sessions": stats.sessions,
                 "events": stats.events,
                 "documents": stats.documents,

@@ -19,7 +19,8 @@ import orjson
 from indexer.kafka.group import Producer, ReplyReader
 from indexer.settings import KafkaSettings
 from worker.authn.tokens import CallerSigner
-from worker.contract.envelopes import Reply, decode_reply, error_reply
+from worker.contract.envelopes import MAX_REQUEST_BYTES, Reply, decode_reply, error_reply
+from worker.contract.errors import INVALID_ARGS
 
 log = logging.getLogger("sessionq.client")
 TIMEOUT_GRACE_S = 2.0
@@ -138,11 +139,19 @@ class SessionqClient:
         }
         if timeout_ms is not None:
             request["timeout_ms"] = timeout_ms
+        value = orjson.dumps(request)
+        if len(value) > MAX_REQUEST_BYTES:  # the worker and the topic would refuse it
+            return error_reply(
+                rid,
+                INVALID_ARGS,
+                f"invalid arguments: the request is {len(value)} bytes;"
+                f" the maximum is {MAX_REQUEST_BYTES}",
+            )
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         key = (routing_key or f"session:{session_id}").encode()
         try:
-            await self._producer.send(self.requests_topic, orjson.dumps(request), key=key)
+            await self._producer.send(self.requests_topic, value, key=key)
             wait = None if timeout_ms is None else timeout_ms / 1000 + TIMEOUT_GRACE_S
             return await asyncio.wait_for(asyncio.shield(fut), wait)
         except TimeoutError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from indexer.kafka.dead_letter import DLQ_MAX_BYTES
 from indexer.kafka.group import create_topics
 from indexer.settings import KafkaSettings
+from worker.contract.envelopes import MAX_REQUEST_BYTES
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -26,7 +27,7 @@ def topic_specs(kafka: KafkaSettings, partitions: int) -> list[tuple[str, int, d
         (
             kafka.requests_topic,
             partitions,
-            {"retention.ms": str(DAY_MS), "max.message.bytes": "8388608"},
+            {"retention.ms": str(DAY_MS), "max.message.bytes": str(MAX_REQUEST_BYTES)},
         ),
         (
             kafka.replies_topic,

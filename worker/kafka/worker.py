@@ -99,9 +99,7 @@ class Worker:
         self.settings = settings
         self.kafka = kafka
         self.service = service
-        self.source = GroupSource(
-            kafka, kafka.requests_topic, settings.group, client_id=client_id
-        )
+        self.source = GroupSource(kafka, kafka.requests_topic, settings.group, client_id=client_id)
         self.producer = Producer(
             kafka,
             client_id=f"{client_id}-replies",

@@ -209,8 +209,12 @@ def event_card(action: str, raw: dict[str, Any]) -> dict[str, Any]:
     if raw.get("session_id") is not None:
         shown["session_id"] = raw["session_id"]
     shown["seq"] = raw["seq"]
-    return {"card": "generic", "kind": "read", "title": f"{action} {js_seq(raw['seq'])}",
-            "rawInput": shown}
+    return {
+        "card": "generic",
+        "kind": "read",
+        "title": f"{action} {js_seq(raw['seq'])}",
+        "rawInput": shown,
+    }
 
 
 def js_seq(value: Any) -> str:
