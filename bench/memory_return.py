@@ -70,7 +70,7 @@ async def post(http: aiohttp.ClientSession, url: str, body: bytes) -> tuple[int,
     async with http.post(url, data=body, headers={"Content-Type": "application/json"}) as r:
         payload: Any = await r.json(content_type=None)
         code = payload.get("error", {}).get("code") if isinstance(payload, dict) else None
-        return r.status, str(code)
+        return r.status, "ok" if code is None else str(code)
 
 
 async def amain(args: argparse.Namespace) -> int:
