@@ -158,9 +158,11 @@ class ObjectStore:
             raise SnapshotError(f"{self.where}: {_one_line(exc)}") from exc
 
     def _fail(self, action: str, path: str, exc: BaseException) -> SnapshotError:
+        """``FileMissingError`` when a read or delete finds nothing (a write that gets "not
+        found" means the bucket is missing: a plain failure)."""
         from obstore.exceptions import NotFoundError
 
-        if isinstance(exc, NotFoundError | FileNotFoundError):
+        if action in ("read", "delete") and isinstance(exc, NotFoundError | FileNotFoundError):
             return FileMissingError(f"{self.where}: {path or '.'} is missing")
         return SnapshotError(f"cannot {action} {self.where}/{path}: {_one_line(exc)}")
 
@@ -169,8 +171,8 @@ class ObjectStore:
 
         try:
             result = obstore.list_with_delimiter(self._store, None)
-        except Exception as exc:
-            raise self._fail("list", "", exc) from exc
+        except Exception as exc:  # a missing bucket too: nothing to list is not "missing"
+            raise SnapshotError(f"cannot list {self.where}: {_one_line(exc)}") from exc
         return sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in result["common_prefixes"])
 
     def exists(self, path: str) -> bool:
