@@ -353,9 +353,10 @@ class IndexerSettings(ServiceSettings):
         if "snapshot_every" not in info.data:
             return to  # the interval itself is invalid; its error says why
         if (info.data["snapshot_every"] is None) != (to is None):
-            raise ValueError(
+            raise PydanticCustomError(
+                "snapshot_settings",
                 "periodic snapshots need both --snapshot-every (SESSIONQ_SNAPSHOT_EVERY)"
-                " and --snapshot-to (SESSIONQ_SNAPSHOT_TO)"
+                " and --snapshot-to (SESSIONQ_SNAPSHOT_TO)",
             )
         return to
 
