@@ -146,6 +146,11 @@ def _create(
         upload_s = time.perf_counter() - t1
     except OSError as exc:
         raise SnapshotError(f"snapshot of {data_dir} failed: {exc}") from exc
-    pruned = prune(store, keep) if keep is not None else []
+    pruned: list[str] = []
+    if keep is not None:
+        try:
+            pruned = prune(store, keep)
+        except SnapshotError as exc:  # the snapshot itself is complete: say so, go on
+            log.warning("snapshot %s published; pruning older ones failed: %s", name, exc.message)
     where = f"{store.where.rstrip('/')}/{name}"
     return CreatedSnapshot(name, where, manifest, capture_s, upload_s, pruned)
