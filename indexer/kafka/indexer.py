@@ -12,6 +12,10 @@ in effect. A record that failed because the disk is full is not the record's fau
 is not dead-lettered, the batch is replayed like a lost one. While batches keep failing
 the indexer reports not ready (``caught_up``; the cause is in ``readiness_notes``, one
 line, e.g. ``disk full: …``) and recovers by itself once a commit lands.
+
+With ``--snapshot-every`` / ``--snapshot-to`` the indexer also publishes snapshots of its
+data dir (``indexer.snapshot.schedule``): started between batches, run beside it, never
+stopping it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.metrics import Metrics
 from indexer.model.records import decode_record
 from indexer.settings import IndexerSettings
+from indexer.snapshot.schedule import SnapshotSchedule
 from indexer.store.data_dir import Store
 from indexer.store.failure import describe, is_disk_full
 
@@ -74,6 +79,16 @@ class Indexer:
         self._caught_up = False
         self._retry_s = 0.0
         self.failing: str | None = None  # why the last batch was lost, until a commit lands
+        self.snapshots: SnapshotSchedule | None = None
+        if settings.snapshot_to is not None and settings.snapshot_every is not None:
+            self.snapshots = SnapshotSchedule(
+                settings.data,
+                every_s=settings.snapshot_every,
+                location=settings.snapshot_to,
+                keep=settings.snapshot_keep,
+                s3=settings.s3,
+                registry=self.metrics.registry,
+            )
 
     async def start(self) -> None:
         await self.dlq.start()
@@ -84,6 +99,8 @@ class Indexer:
 
     async def close(self) -> None:
         try:
+            if self.snapshots is not None:
+                await self.snapshots.close()
             await self.source.stop()
         finally:
             await self.dlq.stop()
@@ -250,6 +267,8 @@ class Indexer:
             if time.monotonic() - last_lag >= LAG_REFRESH_S:
                 await self.lag()
                 last_lag = time.monotonic()
+            if self.snapshots is not None and not batch_count:
+                self.snapshots.poll()  # between batches: everything applied is committed
         await self.commit()
 
     async def lag(self) -> dict[int, int]:

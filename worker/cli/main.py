@@ -19,6 +19,7 @@ from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_
 from worker.cli.keys_command import add_keys_command
 from worker.cli.options import EXIT_FAILED, nonneg_int, positive_int, setting
 from worker.cli.serve_command import cmd_serve
+from worker.cli.snapshot_command import add_indexer_snapshot_flags, add_snapshot_command
 from worker.cli.store_commands import (
     cmd_call,
     cmd_demo_corpus,
@@ -132,6 +133,7 @@ def _kafka_commands(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("indexer", help="consume the events topic into a data directory")
     _bootstrap(p)
     _data(p)
+    add_indexer_snapshot_flags(p)
     _ops(p)
     p.set_defaults(handler=cmd_indexer)
 
@@ -186,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     _store_commands(sub)
     _kafka_commands(sub)
     add_keys_command(sub)
+    add_snapshot_command(sub)
 
     p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
     setting(p, "--sessions", nargs="+", type=Path, help="dsh session root(s) or log files")
