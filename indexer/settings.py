@@ -281,3 +281,12 @@ class IndexerSettings(ServiceSettings):
         default="0.0.0.0:9464",
         description="HOST:PORT for /metrics, /healthz, /readyz; empty disables",
     )
+    retain_days: int | None = Field(
+        default=None,
+        ge=1,
+        description="delete sessions whose newest event is older (delete records on the events"
+        " topic); unset keeps them",
+    )
+    retention_check_ms: int = Field(
+        default=60_000, ge=1, description="how often --retain-days looks for expired sessions"
+    )
