@@ -269,9 +269,13 @@ class TantivyIndex:
         assert index is not None
         self._writer = None
         writer.wait_merging_threads()
-        self._writer = index.writer(heap_size=self._heap_bytes, num_threads=self._threads)
+
+        def reopen() -> None:
+            self._writer = index.writer(heap_size=self._heap_bytes, num_threads=self._threads)
+
+        self._retrying("reopen the writer of", reopen)
         self._reload_index()
-        self._writer.garbage_collect_files()
+        self._require_writer().garbage_collect_files()
 
     def segment_sessions(self, ordinals: Collection[int]) -> tuple[list[int], set[str]]:
         """Live documents per segment of the visible snapshot (in segment order, the order
