@@ -12,6 +12,11 @@ in effect. A record that failed because the disk is full is not the record's fau
 is not dead-lettered, the batch is replayed like a lost one. While batches keep failing
 the indexer reports not ready (``caught_up``; the cause is in ``readiness_notes``, one
 line, e.g. ``disk full: …``) and recovers by itself once a commit lands.
+
+Between batches (after a commit, or idle): with ``--retain-days`` the retention check
+publishes delete records for expired sessions to the events topic (they come back and
+are applied like any record, on every replica), then a due purge pass runs
+(``indexer.store.purge``: erased bytes out of the data dir's files).
 """
 
 from __future__ import annotations

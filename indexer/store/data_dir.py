@@ -14,6 +14,9 @@ embedded ``serve`` all apply through it, under one failure rule:
   ``BatchAbortedError`` when SQLite lost the whole transaction (e.g. a full disk) —
   then the whole batch is gone, as after a failed ``commit``.
 
+A commit that follows an applied delete runs a purge pass (``indexer.store.purge``), so
+the deleted session's bytes leave the files too; ``purge_if_due`` is the idle tick.
+
 What happens next is the caller's policy: the indexer dead-letters a failed record and
 seeks back after a lost batch, ingest reports the file, ``serve`` retries from the
 watcher's last applied position.
