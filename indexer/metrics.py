@@ -52,6 +52,11 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.purge_pending = Gauge(
+            "sessionq_purge_pending",
+            "1 while the last purge pass left erased bytes for a later pass",
+            registry=r,
+        )
         self.requests = Counter(
             "sessionq_requests", "Tool calls answered", ["tool", "outcome"], registry=r
         )

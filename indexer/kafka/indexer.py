@@ -163,6 +163,7 @@ class Indexer:
     def _purged(self, report: PurgeReport) -> None:
         self.counters.purges += 1
         self.metrics.purge_seconds.observe(report.seconds)
+        self.metrics.purge_pending.set(0 if report.complete else 1)
 
     async def expire(self) -> int:
         """Publish a delete record for each session past ``--retain-days``

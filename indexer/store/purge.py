@@ -124,9 +124,11 @@ class Purger:
         self.pending = recorded == "1" or (
             recorded is None and any(s.deleted for s in read_segments(index.path))
         )
-        # Deleted-document counts known to hold no erased document; empty after a start,
-        # so the first pass treats every segment with deletions as dirty.
-        self._baseline: dict[str, int] = {}
+        # Deleted-document counts known to hold no erased document. With a pass pending
+        # from before the start nothing is known: every segment with deletions is dirty.
+        self._baseline: dict[str, int] = (
+            {} if self.pending else {s.id: s.deleted for s in read_segments(index.path)}
+        )
         self._last_pass = float("-inf")
         self.passes = 0
         self.last: PurgeReport | None = None

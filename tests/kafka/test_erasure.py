@@ -108,6 +108,9 @@ async def test_retention_deletes_are_records_every_replica_applies(
 
         await wait_until(both_erased, timeout=60, what="both replicas to drop the old session")
         assert retaining.counters.expired == 1
+        registry = retaining.metrics.registry
+        assert registry.get_sample_value("sessionq_retention_deletes_total") == 1
+        assert (registry.get_sample_value("sessionq_purge_seconds_count") or 0) >= 1
         assert plain.indexer.counters.expired == 0
         records = await read_topic(kafka_bootstrap, topics.events)
         deletes = [r for r in records if orjson.loads(r.value)["kind"] == "delete"]

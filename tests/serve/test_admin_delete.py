@@ -68,6 +68,9 @@ async def test_admin_delete_erases_and_reports_each_id(
             {"session_id": "nobody", "outcome": "unknown"},
         ]
         assert answer["purge"]["complete"] is True
+        registry = embedded.metrics.registry
+        assert (registry.get_sample_value("sessionq_purge_seconds_count") or 0) >= 1
+        assert registry.get_sample_value("sessionq_purge_pending") == 0
         assert embedded.service.get_session("victim") is None
         found = scan(data, [gone.encode(), gone.lower().encode(), kept.encode()])
         assert found[kept.encode()], "the control must be found"

@@ -54,6 +54,7 @@ from indexer.query.types import SessionRecord
 from indexer.stats import store_stats
 from indexer.store.data_dir import Store
 from indexer.store.failure import describe
+from indexer.store.purge import PurgeReport
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken
 from worker.contract.envelopes import (
@@ -124,7 +125,7 @@ class Embedded:
         self.data = data
         self._token = token
         self.metrics = metrics if metrics is not None else Metrics("serve")
-        self.store = Store(data, on_purge=lambda r: self.metrics.purge_seconds.observe(r.seconds))
+        self.store = Store(data, on_purge=self._purged)
         self.watcher = LogWatcher(list(sessions))
         self.service = StoreQueryService(data)
         self.pipeline = Pipeline(self.service, limits, metrics=self.metrics)
@@ -137,6 +138,10 @@ class Embedded:
             retain_days=retain_days,
             retention_check_s=retention_check_s,
         )
+
+    def _purged(self, report: PurgeReport) -> None:
+        self.metrics.purge_seconds.observe(report.seconds)
+        self.metrics.purge_pending.set(0 if report.complete else 1)
 
     # ---- ingestion ----------------------------------------------------------------------------
     def _apply(
