@@ -218,3 +218,37 @@ def test_read_segments_follows_meta_json(tmp_path: Path) -> None:
     )
     assert read_segments(tmp_path) == [Segment("s1", 7, 0), Segment("s2", 9, 4)]
     assert [s.live for s in read_segments(tmp_path)] == [7, 5]
+
+
+def test_a_real_sessions_text_leaves_every_file(tmp_path: Path) -> None:
+    """The same on real data: pieces of the real session with the most documents that
+    the scan finds before the delete (its text, as its rows and documents store it) are
+    found in no file after, except pieces that other sessions' data holds too."""
+    data = tmp_path / "data"
+    store = Store(data, purge_interval_s=0)
+    try:
+        ingest_files(store, discover([CORPUS_DIR]), commit_every_events=500)  # many segments
+        docs = dump_docs(store.index)
+        counts: dict[str, int] = {}
+        for d in docs:
+            counts[d.session_id] = counts.get(d.session_id, 0) + 1
+        victim = max(sorted(counts), key=lambda sid: counts[sid])
+        text = b"\n".join(d.text.encode() for d in docs if d.session_id == victim)
+        step = max(8, len(text) // 300)
+        candidates = {text[i : i + 32] for i in range(0, len(text) - 32, step)}
+        found_before = {c for c, files in scan(data, candidates).items() if files}
+
+        store.apply(delete(victim))
+        store.commit()
+        report = store.purger.last
+        assert report is not None and report.complete and report.segments >= 1
+
+        remaining = b"\x00".join(
+            [*cell_values(data), *(d.text.encode() for d in dump_docs(store.index))]
+        )
+        checked = {c for c in found_before if c not in remaining}
+        assert len(checked) >= 50, "the scan found the session's text before the delete"
+        left = {c: files for c, files in scan(data, checked).items() if files}
+        assert not left, left
+    finally:
+        store.close()
