@@ -18,8 +18,9 @@ import orjson
 import pytest
 
 from indexer.kafka.indexer import Indexer
+from indexer.model.records import EventsRecord, HeaderRecord
 from indexer.settings import IndexerSettings, KafkaSettings
-from indexer.store.data_dir import sqlite_path
+from indexer.store.data_dir import Store, sqlite_path
 from tests.builders import header, user
 from tests.erasure_scan import marker, scan
 from tests.kafka.fixtures import TopicFactory
@@ -172,3 +173,38 @@ async def test_delete_command_publishes_into_each_sessions_partition(
         found = scan(data, [gone_text.encode(), gone_text.lower().encode(), kept_text.encode()])
         assert found[kept_text.encode()], "the control must be found"
         assert not found[gone_text.encode()] and not found[gone_text.lower().encode()], found
+
+
+async def test_retention_waits_until_the_replica_is_caught_up(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    """A replica that has not caught up once publishes no delete: its view of a session
+    may miss the newer events still ahead of it in the topic."""
+    topics = await create_topics(kafka_bootstrap, topic_factory, events=1)
+    data = tmp_path / "data"
+    head, events = session_log(
+        "idle", "/w/idle", "idle words", int(time.time() * 1000) - 60 * DAY_MS
+    )
+    store = Store(data)  # a data dir that already holds an expired session
+    store.apply(HeaderRecord(v=1, kind="header", header=head))
+    store.apply(EventsRecord(v=1, kind="events", session_id="idle", events=events))
+    store.commit()
+    store.close()
+    indexer = Indexer(
+        IndexerSettings(data=data, kafka=topics.kafka(), retain_days=30, retention_check_ms=1)
+    )
+    await indexer.start()
+    try:
+        await indexer._housekeeping()  # not caught up yet: skipped
+        assert indexer.counters.expired == 0
+        assert await caught_up(data, kafka_bootstrap, topics.events)  # empty topic
+        assert await indexer.caught_up()
+        await asyncio.sleep(0.01)
+        await indexer._housekeeping()
+        assert indexer.counters.expired == 1
+    finally:
+        await indexer.close()
+    records = await read_topic(kafka_bootstrap, topics.events)
+    assert [orjson.loads(r.value) for r in records] == [
+        {"v": 1, "kind": "delete", "session_id": "idle"}
+    ]
