@@ -74,6 +74,8 @@ class SqliteTables:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.conn = connect(path)
+        # Freed cells and pages are zeroed as they are freed (indexer.store.purge).
+        self.conn.execute("PRAGMA secure_delete = ON")
         schema = resources.files("indexer.store").joinpath("schema.sql").read_text()
         self.conn.executescript(schema)
         self.conn.execute(
@@ -248,6 +250,43 @@ class SqliteTables:
             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
             (CAUGHT_UP_KEY, repr(when)),
         )
+
+    # ---- erasure (indexer.store.purge, indexer.store.retention) --------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def truncate_wal(self, wait_ms: int = 1000) -> bool:
+        """Copy the WAL into the database and truncate it to zero bytes, so no page image
+        older than the last commit stays on disk. False when a reader's open snapshot
+        kept it from completing within ``wait_ms`` (the next attempt retries)."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+        try:
+            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+        return int(busy) == 0
+
+    def idle_sessions(self, before_ms: int, limit: int) -> list[tuple[str, str | None, int]]:
+        """(id, cwd, last event time) of the sessions whose newest event (highest seq; the
+        header's ``createdAt`` for a session without events) is older than ``before_ms``,
+        oldest first, at most ``limit``."""
+        return [
+            (str(r[0]), r[1], int(r[2]))
+            for r in self.conn.execute(
+                "SELECT s.id, s.cwd, COALESCE(e.time, s.created_at) AS last FROM sessions s"
+                " LEFT JOIN events e ON e.session_id = s.id AND e.seq = s.next_seq - 1"
+                " WHERE COALESCE(e.time, s.created_at) < ? ORDER BY last, s.id LIMIT ?",
+                (before_ms, limit),
+            )
+        ]
 
     # ---- offsets -------------------------------------------------------------------------------
     def offsets(self) -> dict[tuple[str, int], int]:
