@@ -209,4 +209,9 @@ class McpSettings(ServiceSettings):
             raise ValueError("--sessions is for the embedded store, not with --bootstrap")
         if self.signing_key is not None and self.key_id is None:
             raise ValueError("--signing-key needs --key-id (SESSIONQ_KEY_ID)")
+        if self.signing_key is not None and self.caller and not (self.workspace or self.data):
+            raise ValueError(
+                "--signing-key vouches for the caller's workspace: give --workspace (its cwd)"
+                " or --data (a replica holding its header)"
+            )
         return self
