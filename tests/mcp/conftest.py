@@ -95,4 +95,4 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 def mcp_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "worker.cli.main", "mcp", *args]
+    return [sys.executable, "-m", "worker", "mcp", *args]
