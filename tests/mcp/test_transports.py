@@ -9,14 +9,16 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import mcp_types as types
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.data_paths import CORPUS_DIR, REPO_ROOT, UPSTREAM_TOOL_SCHEMAS
 from tests.mcp.conftest import (
@@ -94,13 +96,13 @@ async def test_stdio_over_watched_sessions_ingests_then_answers_the_same(
 
 
 @contextlib.asynccontextmanager
-async def http_server(*args: str) -> AsyncIterator[str]:
+async def http_server(*args: str, cwd: Path = REPO_ROOT) -> AsyncIterator[str]:
     """A ``sessionq mcp --transport http`` subprocess on a free port; yields its URL."""
     argv = mcp_argv("--transport", "http", "--listen", "127.0.0.1:0", *args)
     proc = await asyncio.create_subprocess_exec(
         *argv,
         env=subprocess_env(),
-        cwd=str(REPO_ROOT),
+        cwd=str(cwd),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
@@ -170,3 +172,67 @@ def test_the_reference_is_the_cli_for_another_caller_too(corpus_data: Path) -> N
     mine = cli_call(corpus_data, "session_trace", {})
     theirs = cli_call(corpus_data, "session_trace", {}, caller=other)
     assert mine.ok and theirs.ok and mine.text != theirs.text
+
+
+async def test_http_binds_each_connection_to_the_caller_of_its_roots(tmp_path: Path) -> None:
+    from tests.mcp.test_binding import _workspaces
+
+    ws, other, data = _workspaces(tmp_path)
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    expected = {
+        ws: await asyncio.to_thread(cli_call, data, "session_trace", {}, "new"),
+        other: await asyncio.to_thread(cli_call, data, "session_trace", {}, "open"),
+    }
+
+    def roots_of(root: Path) -> Any:
+        async def roots(_ctx: object) -> types.ListRootsResult:
+            return types.ListRootsResult(roots=[types.Root(uri=root.as_uri())])
+
+        return roots
+
+    async with http_server("--data", str(data), cwd=nowhere) as url:
+        for root in (ws, other, ws):
+            async with (
+                streamable_http_client(url) as (read, write),
+                ClientSession(read, write, list_roots_callback=roots_of(root)) as session,
+            ):
+                await session.initialize()
+                first = as_reply(await session.call_tool("session_trace", {}))
+                assert first == expected[root]
+                assert as_reply(await session.call_tool("session_trace", {})) == first
+        async with (  # no roots: the server's cwd, where no session lives
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            missing = as_reply(await session.call_tool("session_trace", {}))
+    assert not missing.ok
+    assert missing.text.startswith("SESSION_QUERY_TOOL_MISSING_AGENT: no caller session:")
+    assert str(nowhere) in missing.text
+
+
+async def test_stdio_speaks_the_newest_protocol_revision_too(
+    corpus_data: Path, cli_replies: dict[str, CliReply]
+) -> None:
+    """The SDK's high-level ``Client`` negotiates the newest revision (``server/discover``,
+    no handshake) when the server offers it; the answers are the same."""
+    argv = mcp_argv("--data", str(corpus_data), "--caller", CALLER)
+    params = StdioServerParameters(
+        command=argv[0], args=argv[1:], env=subprocess_env(), cwd=str(REPO_ROOT)
+    )
+    async with Client(stdio_client(params)) as client:
+        assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        listed = await client.list_tools()
+        assert [t.name for t in listed.tools] == [
+            "session_search",
+            "session_event_search",
+            "session_trace",
+            "session_event_trace",
+            "session_event_read",
+        ]
+        for case in CASES:
+            assert (
+                as_reply(await client.call_tool(case.tool, case.arguments))
+                == (cli_replies[case.name])
+            ), case.name
