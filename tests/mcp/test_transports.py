@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.data_paths import CORPUS_DIR, REPO_ROOT, UPSTREAM_TOOL_SCHEMAS
+from tests.kafka.waiting import wait_until
 from tests.mcp.conftest import (
     CALLER,
     CASES,
@@ -236,3 +239,37 @@ async def test_stdio_speaks_the_newest_protocol_revision_too(
                 as_reply(await client.call_tool(case.tool, case.arguments))
                 == (cli_replies[case.name])
             ), case.name
+
+
+def _ingested(data: Path, *files: Path) -> Path:
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["ingest", *map(str, files), "--data", str(data)]) == 0
+    return data
+
+
+async def test_stdio_watcher_answers_for_a_log_that_appears_after_start(tmp_path: Path) -> None:
+    """An agent's own log may appear only after its MCP server started: the watcher
+    ingests it and the next call answers for it."""
+    first = CORPUS_DIR / "examples__acp-agent__text-turn__session.jsonl"
+    later = CORPUS_DIR / "examples__acp-agent__advanced-toolchain__session.1.jsonl"
+    case = ("session_search", {"query": "the"})
+    before_ref = _ingested(tmp_path / "ref-before", first)
+    after_ref = _ingested(tmp_path / "ref-after", first, later)
+    before = await asyncio.to_thread(cli_call, before_ref, *case, SIBLING)
+    after = await asyncio.to_thread(cli_call, after_ref, *case, SIBLING)
+    assert not before.ok and after.ok
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy(first, root)
+    args = ("--sessions", str(root), "--data", str(tmp_path / "data"), "--caller", SIBLING)
+    async with stdio_session(*args, "--poll-ms", "50") as session:
+        assert as_reply(await session.call_tool(*case)) == before
+        shutil.copy(later, root)
+        replies: list[CliReply] = []
+
+        async def answered() -> bool:
+            replies.append(as_reply(await session.call_tool(*case)))
+            return replies[-1].ok
+
+        await wait_until(answered, timeout=30, what="the new log to be ingested")
+    assert replies[-1] == after
