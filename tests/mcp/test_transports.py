@@ -169,6 +169,18 @@ def test_mcp_needs_a_backend(capsys: pytest.CaptureFixture[str]) -> None:
     assert "give --data DIR (embedded) or --bootstrap HOST:PORT (Kafka)" in capsys.readouterr().err
 
 
+def test_a_signing_key_needs_the_callers_workspace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = tmp_path / "host.key"
+    key.write_text("not read before the settings are valid")
+    argv = ["mcp", "--bootstrap", "127.0.0.1:1", "--signing-key", str(key), "--key-id", "k"]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--caller", CALLER])
+    assert exited.value.code == 2
+    assert "give --workspace (its cwd) or --data" in capsys.readouterr().err
+
+
 def test_the_reference_is_the_cli_for_another_caller_too(corpus_data: Path) -> None:
     """A sanity check of the reference helper: a different caller sees other text."""
     other = SIBLING
