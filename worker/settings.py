@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -162,3 +162,56 @@ class ManifestSettings(RoleSettings):
     command: ClassVar[str] = "manifest"
 
     tools: ToolLimits = Field(default_factory=ToolLimits)
+
+
+class McpSettings(ServiceSettings):
+    """``sessionq mcp``: the five tools as an MCP server, over the embedded store (``data``,
+    optionally watching ``sessions``) or a Kafka cluster (``kafka``)."""
+
+    command: ClassVar[str] = "mcp"
+
+    transport: Literal["stdio", "http"] = Field(
+        default="stdio", description="stdio (launched by the agent) or http (Streamable HTTP)"
+    )
+    data: Path | None = Field(default=None, description="data directory")
+    sessions: list[Path] | None = Field(
+        default=None, description="dsh session roots or log files to ingest and watch"
+    )
+    kafka: KafkaSettings | None = None
+    tools: ToolLimits = Field(default_factory=ToolLimits)
+    listen: str = Field(default="127.0.0.1:8766", description="HTTP HOST:PORT (--transport http)")
+    token_file: Path | None = Field(
+        default=None,
+        description="file holding the bearer token the HTTP transport requires (needed beyond"
+        " loopback)",
+    )
+    poll_ms: int = Field(default=200, ge=1, description="how often the logs are re-scanned")
+    caller: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the caller session every connection speaks for (else discovered by cwd)",
+    )
+    workspace: str | None = Field(
+        default=None, min_length=1, description="the caller's cwd, vouched for in its token (Kafka)"
+    )
+    signing_key: Path | None = Field(
+        default=None, description="the host's Ed25519 private key (PEM) that signs callers"
+    )
+    key_id: str | None = Field(
+        default=None, min_length=1, description="the signing key's id in the workers' keyring"
+    )
+
+    @model_validator(mode="after")
+    def _one_backend(self) -> McpSettings:
+        if self.kafka is None and self.data is None:
+            raise ValueError("give --data DIR (embedded) or --bootstrap HOST:PORT (Kafka)")
+        if self.kafka is not None and self.sessions:
+            raise ValueError("--sessions is for the embedded store, not with --bootstrap")
+        if self.signing_key is not None and self.key_id is None:
+            raise ValueError("--signing-key needs --key-id (SESSIONQ_KEY_ID)")
+        if self.signing_key is not None and self.caller and not (self.workspace or self.data):
+            raise ValueError(
+                "--signing-key vouches for the caller's workspace: give --workspace (its cwd)"
+                " or --data (a replica holding its header)"
+            )
+        return self

@@ -18,6 +18,7 @@ from indexer.errors import KafkaAccessError, UndeliverableError
 from worker.cli.delete_command import add_delete_command
 from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
 from worker.cli.keys_command import add_keys_command
+from worker.cli.mcp_command import add_mcp_command
 from worker.cli.options import EXIT_FAILED, nonneg_int, positive_int, setting
 from worker.cli.serve_command import cmd_serve
 from worker.cli.snapshot_command import add_indexer_snapshot_flags, add_snapshot_command
@@ -204,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_keys_command(sub)
     add_snapshot_command(sub)
     add_delete_command(sub, _bootstrap)
+    add_mcp_command(sub, _bootstrap, _tool_limits, _logs)
 
     p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
     setting(p, "--sessions", nargs="+", type=Path, help="dsh session root(s) or log files")

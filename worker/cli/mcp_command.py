@@ -1,0 +1,126 @@
+"""``sessionq mcp``: the five tools as an MCP server (``worker.mcp``), stdio or
+Streamable HTTP, over the embedded store or Kafka. stdout belongs to the protocol on
+stdio: everything else (logs, the HTTP URL) goes to stderr."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from worker.cli.options import (
+    EXIT_OK,
+    EXIT_USAGE,
+    data_exists,
+    fail,
+    positive_int,
+    setting,
+    settings_from,
+)
+from worker.settings import McpSettings
+
+
+def add_mcp_command(
+    sub: argparse._SubParsersAction[Any],
+    bootstrap: Callable[[argparse.ArgumentParser, str], None],
+    tool_limits: Callable[[argparse.ArgumentParser], None],
+    logs: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    p = sub.add_parser("mcp", help="serve the five tools over MCP (stdio or Streamable HTTP)")
+    setting(p, "--transport", choices=["stdio", "http"], help="stdio or http")
+    setting(p, "--data", type=Path, help="data directory (embedded store)")
+    setting(p, "--sessions", nargs="+", type=Path, help="dsh roots or log files to ingest, watch")
+    bootstrap(p, "answer through a Kafka cluster instead")
+    setting(p, "--listen", help="HTTP HOST:PORT (--transport http)")
+    setting(p, "--token-file", type=Path, help="file holding the HTTP bearer token")
+    setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")
+    setting(p, "--caller", help="the caller session id (else discovered by working directory)")
+    setting(p, "--workspace", help="the caller's cwd, vouched for in its token (Kafka)")
+    setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
+    setting(p, "--key-id", help="the signing key's id in the workers' keyring")
+    tool_limits(p)
+    logs(p)
+    p.set_defaults(handler=cmd_mcp)
+
+
+def _http_token(settings: McpSettings) -> tuple[str, int, str | None]:
+    """Host, port and bearer token, checked before anything starts (exit 2 naming the
+    flag; the token's text is never printed)."""
+    from worker.http.auth import TokenFileError, load_token
+    from worker.http.ops import parse_listen
+    from worker.mcp.http import check_listen
+
+    try:
+        host, port = parse_listen(settings.listen)
+    except ValueError as exc:
+        fail("mcp", f"--listen / SESSIONQ_LISTEN: {exc}")
+    token = None
+    if settings.token_file is not None:
+        try:
+            token = load_token(settings.token_file)
+        except TokenFileError as exc:
+            fail("mcp", f"--token-file / SESSIONQ_TOKEN_FILE: {exc}")
+    problem = check_listen(host, token)
+    if problem is not None:
+        fail("mcp", f"--listen {settings.listen} {problem} (or listen on 127.0.0.1)")
+    return host, port, token
+
+
+def _backend(settings: McpSettings) -> Any:
+    from worker.mcp.backends import EmbeddedBackend, KafkaBackend
+
+    if settings.kafka is not None:
+        signer = None
+        if settings.signing_key is not None:
+            from worker.authn.tokens import CallerSigner
+
+            assert settings.key_id is not None
+            signer = CallerSigner.from_file(settings.key_id, settings.signing_key)
+        return KafkaBackend(settings.kafka, settings.tools, signer=signer, data=settings.data)
+    assert settings.data is not None
+    return EmbeddedBackend(
+        settings.data, list(settings.sessions or []), settings.tools, poll_ms=settings.poll_ms
+    )
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from worker.cli.logs import configure_logging
+    from worker.mcp.binding import CallerBinder
+    from worker.mcp.server import build_server
+
+    settings = settings_from(McpSettings, args)
+    # Without --sessions the data dir is read, never created.
+    if (
+        settings.data is not None
+        and not settings.sessions
+        and not data_exists("mcp", settings.data)
+    ):
+        return EXIT_USAGE
+    address = _http_token(settings) if settings.transport == "http" else None
+    configure_logging(settings.log_format, settings.log_level)
+    backend = _backend(settings)
+    binder = CallerBinder(settings.caller, workspace=settings.workspace)
+    server = build_server(backend, binder)
+
+    async def main() -> None:
+        await backend.start()
+        try:
+            if address is None:
+                from mcp.server.stdio import stdio_server
+
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+            else:
+                from worker.mcp.http import http_app, serve_http
+
+                host, port, token = address
+                await serve_http(http_app(server, host, token), host, port)
+        finally:
+            await backend.stop()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    return EXIT_OK

@@ -1,0 +1,169 @@
+"""The MCP server: the five tools of the manifest, answered through a ``Backend``.
+
+* ``tools/list`` — exactly the manifest's tools: upstream names, descriptions and
+  parameter schemas (``worker/contract/schemas.json`` through ``worker.manifest``, one
+  source) as ``inputSchema``; the prompt section is the server's ``instructions``.
+* ``tools/call`` — the caller is the connection's (``worker.mcp.binding``); the reply is
+  the one ``sessionq call`` prints: the tool's text as one ``TextContent``, or, for a
+  tool error, ``isError: true`` with the text ``CODE: message`` (the CLI's stderr line)
+  and the code and message under ``_meta["sessionq/error"]``. An unknown tool name is
+  the protocol error the MCP specification asks for (``-32602``), not a tool result.
+* deadlines — a call's ``timeout_ms`` is ``_meta["sessionq/timeout_ms"]`` when the
+  client sends one (an extension; MCP carries no request timeout), capped as for every
+  transport (the tool's budget, ``--max-timeout-ms``). While a call runs past
+  ``PROGRESS_EVERY_S`` and the client gave a ``progressToken``, the server reports
+  progress (elapsed ms of the deadline's budget, ``total``), so clients that extend
+  their own timeout on progress wait exactly as long as the deadline and no longer.
+* extensions — sessionq's own request options ride ``_meta["sessionq/..."]``, never the
+  five upstream schemas (``read_extensions``): ``timeout_ms`` today; a filter on a
+  session's source agent would be read there too and passed on to the backend.
+* cancellation — ``notifications/cancelled`` (also what the SDK clients send when their
+  own request timeout fires) interrupts the handler; the backend cancels the call
+  (``worker.mcp.backends``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from worker.contract.envelopes import Reply, error_reply
+from worker.manifest import manifest
+from worker.mcp.backends import Backend
+from worker.mcp.binding import BindingError, CallerBinder
+from worker.pipeline import deadline_for
+from worker.tools.registry import TOOLS
+
+SERVER_NAME: Final = "sessionq"
+TIMEOUT_META_KEY: Final = "sessionq/timeout_ms"
+ERROR_META_KEY: Final = "sessionq/error"
+PROGRESS_EVERY_S: Final = 1.0
+
+
+def mcp_tools(backend: Backend) -> list[types.Tool]:
+    """The manifest's five tools as MCP tools, in the manifest's order."""
+    return [
+        types.Tool(
+            name=tool["name"],
+            description=tool["description"],
+            input_schema=tool["parameters"],
+        )
+        for tool in manifest(backend.limits)["tools"]
+    ]
+
+
+def reply_result(reply: Reply) -> types.CallToolResult:
+    """A reply envelope as the MCP result (module docstring)."""
+    if reply.ok:
+        return types.CallToolResult(content=[types.TextContent(text=reply.text or "")])
+    assert reply.error is not None
+    code, message = reply.error.code, reply.error.message
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"{code}: {message}")],
+        is_error=True,
+        _meta={ERROR_META_KEY: {"code": code, "message": message}},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Extensions:
+    """The sessionq request options of one call (module docstring, "extensions")."""
+
+    timeout_ms: int | None = None
+
+
+def read_extensions(meta: Mapping[str, Any] | None) -> Extensions:
+    """The call's ``_meta["sessionq/..."]`` options; an unusable value (not a positive
+    integer) is ignored and the pipeline's default applies."""
+    value = (meta or {}).get(TIMEOUT_META_KEY)
+    usable = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return Extensions(timeout_ms=value if usable else None)
+
+
+def _connection_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The connection a request belongs to: stdio is one connection; Streamable HTTP
+    names its session in ``Mcp-Session-Id`` (absent: a connectionless request)."""
+    request = ctx.request
+    if request is None:
+        return "stdio"
+    headers = getattr(request, "headers", None)
+    return headers.get("mcp-session-id") if headers is not None else None
+
+
+def build_server(backend: Backend, binder: CallerBinder) -> Server[Any]:
+    """The low-level SDK server for ``backend`` (module docstring)."""
+    tools = mcp_tools(backend)
+    schemas = {tool.name: tool.input_schema for tool in tools}
+
+    async def list_tools(
+        _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name = params.name
+        if name not in TOOLS:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"unknown tool {name!r}; known tools: {', '.join(TOOLS)}",
+            )
+        timeout_ms = read_extensions(params.meta).timeout_ms
+        try:
+            caller = await binder.bind(_connection_of(ctx), await backend.service(), ctx)
+        except BindingError as exc:
+            return reply_result(error_reply("mcp", exc.code, exc.message))
+        arguments: Any = params.arguments if params.arguments is not None else {}
+        call = asyncio.ensure_future(backend.call(name, arguments, caller, timeout_ms=timeout_ms))
+        try:
+            reply = await _with_progress(ctx, call, name, timeout_ms, backend)
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        return reply_result(reply)
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        instructions=manifest(backend.limits)["prompt_section"]["text"],
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=schemas.get,
+    )
+
+
+async def _with_progress(
+    ctx: ServerRequestContext[Any, Any],
+    call: asyncio.Future[Reply],
+    name: str,
+    timeout_ms: int | None,
+    backend: Backend,
+) -> Reply:
+    """Await the call; past ``PROGRESS_EVERY_S``, report the deadline's progress."""
+    started = time.monotonic()
+    budget = deadline_for(backend.limits, TOOLS[name], timeout_ms, None).budget_ms
+    while True:
+        done, _ = await asyncio.wait({call}, timeout=PROGRESS_EVERY_S)
+        if done:
+            return call.result()
+        elapsed = min(budget, int((time.monotonic() - started) * 1000))
+        await ctx.session.report_progress(
+            float(elapsed), float(budget), f"{name} running ({elapsed} of {budget} ms)"
+        )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sessionq")
+    except PackageNotFoundError:
+        return "0"
