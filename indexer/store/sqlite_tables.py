@@ -1,5 +1,6 @@
-"""SQLite side of the store: sessions, events (raw JSON), source links, replacements,
-titles and consumed offsets. The only module that writes SQL.
+"""SQLite side of the store: sessions, events (compressed blocks, ``event_blocks``),
+source links, replacements, titles and consumed offsets. With ``event_blocks`` and
+``migrate``, the only code that writes SQL.
 
 One writer connection (the indexer's) holds an open transaction for the whole batch so
 later records of a batch see earlier ones; readers open their own WAL connections and
@@ -11,15 +12,25 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from indexer.errors import PERSISTENCE_FAILED, SessionqError
+from indexer.store.blocks import StoredEvent
+from indexer.store.event_blocks import EventBlocks, EventView
 from indexer.store.failure import describe
+from indexer.store.schema import (
+    SCHEMA_VERSION,
+    decode_surface,
+    encode_surface,
+    load_codec,
+    open_schema,
+    source_runs,
+)
 
-SCHEMA_VERSION = "1"
+__all__ = ["SCHEMA_VERSION", "Savepoint", "SessionState", "SqliteTables", "connect"]
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -45,6 +56,7 @@ class SessionState:
     surface: list[int]
     live: bool
     held: str | None
+    key: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +86,32 @@ class SqliteTables:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.conn = connect(path)
-        schema = resources.files("indexer.store").joinpath("schema.sql").read_text()
-        self.conn.executescript(schema)
-        self.conn.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
-        )
         self._in_tx = False
+        open_schema(self.conn)
+        codec, did = load_codec(self.conn)
+        self.blocks = EventBlocks(self.conn, codec, did)
+        self._keys: dict[str, int] = {}
+
+    def _key(self, session_id: str) -> int | None:
+        key = self._keys.get(session_id)
+        if key is None:
+            row = self.conn.execute(
+                "SELECT key FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            key = self._keys[session_id] = int(row[0])
+        return key
+
+    def _require_key(self, session_id: str) -> int:
+        key = self._key(session_id)
+        if key is None:
+            raise LookupError(f'session "{session_id}" is not stored')
+        return key
+
+    def forget_keys(self) -> None:
+        """Drop cached session keys: a rollback may have removed the rows they named."""
+        self._keys.clear()
 
     # ---- transaction ---------------------------------------------------------------------------
     def begin(self) -> None:
@@ -95,6 +127,7 @@ class SqliteTables:
     def rollback(self) -> None:
         """Roll the batch back; a transaction SQLite already ended itself is not an error
         (that would mask the error that ended it)."""
+        self.forget_keys()
         if self._in_tx:
             self._in_tx = False
             if self.conn.in_transaction:
@@ -102,6 +135,7 @@ class SqliteTables:
 
     def forget_transaction(self) -> None:
         """SQLite ended the transaction itself; the next write begins a new one."""
+        self.forget_keys()
         self._in_tx = False
 
     def close(self) -> None:
@@ -111,12 +145,15 @@ class SqliteTables:
     # ---- sessions ------------------------------------------------------------------------------
     def session_state(self, session_id: str) -> SessionState | None:
         row = self.conn.execute(
-            "SELECT id, header, next_seq, surface, live, held FROM sessions WHERE id = ?",
+            "SELECT id, header, next_seq, surface, live, held, key FROM sessions WHERE id = ?",
             (session_id,),
         ).fetchone()
         if row is None:
             return None
-        return SessionState(row[0], row[1], row[2], orjson.loads(row[3]), bool(row[4]), row[5])
+        self._keys[session_id] = int(row[6])
+        return SessionState(
+            row[0], row[1], row[2], decode_surface(row[3]), bool(row[4]), row[5], int(row[6])
+        )
 
     def insert_session(
         self,
@@ -126,10 +163,12 @@ class SqliteTables:
         parent: str | None,
         created_at: int,
     ) -> None:
-        self.conn.execute(
+        cursor = self.conn.execute(
             "INSERT INTO sessions(id, header, cwd, parent, created_at) VALUES (?, ?, ?, ?, ?)",
             (session_id, header_json, cwd, parent, created_at),
         )
+        if cursor.lastrowid is not None:
+            self._keys[session_id] = int(cursor.lastrowid)
 
     def update_fold_state(
         self,
@@ -144,13 +183,7 @@ class SqliteTables:
             "UPDATE sessions SET next_seq = ?, surface = ?, held = NULL,"
             " last_step_start = COALESCE(?, last_step_start), title = COALESCE(?, title)"
             " WHERE id = ?",
-            (
-                next_seq,
-                orjson.dumps(list(surface)).decode(),
-                last_step_start,
-                title_json,
-                session_id,
-            ),
+            (next_seq, encode_surface(surface), last_step_start, title_json, session_id),
         )
 
     def set_live(self, session_id: str, live: bool) -> None:
@@ -160,14 +193,16 @@ class SqliteTables:
         self.conn.execute("UPDATE sessions SET held = ? WHERE id = ?", (reason, session_id))
 
     def delete_session(self, session_id: str) -> None:
-        for table, col in (
-            ("events", "session_id"),
-            ("sources", "session_id"),
-            ("replacements", "session_id"),
-            ("watched_sources", "session_id"),
-            ("sessions", "id"),
-        ):
-            self.conn.execute(f"DELETE FROM {table} WHERE {col} = ?", (session_id,))
+        """Every row of the session: its blocks, marks, links, replacements, watched source
+        and the session row."""
+        key = self._key(session_id)
+        if key is not None:
+            self.blocks.delete(key)
+            for table in ("source_runs", "replacements"):
+                self.conn.execute(f"DELETE FROM {table} WHERE session_key = ?", (key,))
+        self.conn.execute("DELETE FROM watched_sources WHERE session_id = ?", (session_id,))
+        self.conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        self._keys.pop(session_id, None)
 
     def set_watched_source(self, session_id: str, path: str) -> None:
         """The log file the embedded watcher applied this session from."""
@@ -187,60 +222,67 @@ class SqliteTables:
         )
 
     # ---- events --------------------------------------------------------------------------------
-    def insert_events(self, rows: Iterable[tuple[str, int, str, int, str, int, bytes]]) -> None:
-        """Rows of (session_id, seq, type, time, surface, indexed, raw)."""
-        self.conn.executemany(
-            "INSERT INTO events(session_id, seq, type, time, surface, indexed, raw)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
+    def insert_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Rows of (session_id, seq, type, time, surface, indexed, raw[, decoded object]),
+        contiguous per session and continuing it; the decoded object spares re-parsing
+        the raw JSON."""
+        by_session: dict[str, list[tuple[Any, ...]]] = {}
+        for row in rows:
+            by_session.setdefault(row[0], []).append(row)
+        for sid, listed in by_session.items():
+            events = [StoredEvent(r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in listed]
+            objs = [r[7] for r in listed] if all(len(r) > 7 for r in listed) else None
+            self.blocks.append(self._require_key(sid), events, objs)
+
+    def _row(self, session_id: str, e: EventView) -> EventRow:
+        return EventRow(
+            session_id, e.seq, e.type, e.time, e.surface, e.replaced_by, e.indexed, e.raw
         )
 
     def raw_events(self, session_id: str, seqs: Sequence[int]) -> dict[int, EventRow]:
-        if not seqs:
+        key = self._key(session_id)
+        if key is None or not seqs:
             return {}
-        out: dict[int, EventRow] = {}
-        for chunk_start in range(0, len(seqs), 500):
-            chunk = list(seqs[chunk_start : chunk_start + 500])
-            marks = ",".join("?" * len(chunk))
-            for r in self.conn.execute(
-                "SELECT session_id, seq, type, time, surface, replaced_by, indexed, raw"
-                f" FROM events WHERE session_id = ? AND seq IN ({marks})",
-                (session_id, *chunk),
-            ):
-                out[r[1]] = EventRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7])
-        return out
+        return {s: self._row(session_id, e) for s, e in self.blocks.read_seqs(key, seqs).items()}
 
     def indexed_events(self, session_id: str) -> list[EventRow]:
         """Every event of a session that has an index document, in seq order."""
-        return [
-            EventRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7])
-            for r in self.conn.execute(
-                "SELECT session_id, seq, type, time, surface, replaced_by, indexed, raw"
-                " FROM events WHERE session_id = ? AND indexed = 1 ORDER BY seq",
-                (session_id,),
-            )
-        ]
+        state = self.session_state(session_id)
+        if state is None:
+            return []
+        events = self.blocks.read_range(state.key, 0, state.next_seq - 1)
+        return [self._row(session_id, e) for e in events if e.indexed]
 
     def mark_shadowed(self, session_id: str, seqs: Sequence[int], replaced_by: int) -> None:
-        self.conn.executemany(
-            "UPDATE events SET surface = 'shadowed', replaced_by = ?"
-            " WHERE session_id = ? AND seq = ?",
-            [(replaced_by, session_id, s) for s in seqs],
-        )
+        self.blocks.mark_replaced(self._require_key(session_id), seqs, replaced_by)
 
     def insert_sources(self, rows: Iterable[tuple[str, int, int]]) -> None:
-        """Rows of (session_id, source_seq, seq)."""
+        """Rows of (session_id, source_seq, seq), stored as runs of source seqs."""
+        cited: dict[tuple[str, int], list[int]] = {}
+        for sid, source_seq, seq in rows:
+            cited.setdefault((sid, seq), []).append(source_seq)
         self.conn.executemany(
-            "INSERT OR IGNORE INTO sources(session_id, source_seq, seq) VALUES (?, ?, ?)", rows
+            "INSERT OR IGNORE INTO source_runs(session_key, first, last, seq) VALUES (?, ?, ?, ?)",
+            [
+                (self._require_key(sid), first, last, seq)
+                for (sid, seq), sources in cited.items()
+                for first, last in source_runs(sources)
+            ],
         )
 
     def insert_replacement(
         self, session_id: str, seq: int, start: int, end: int, shadowed: Sequence[int]
     ) -> None:
         self.conn.execute(
-            "INSERT INTO replacements(session_id, seq, start_seq, end_seq, shadowed)"
+            "INSERT INTO replacements(session_key, seq, start_seq, end_seq, shadowed)"
             " VALUES (?, ?, ?, ?, ?)",
-            (session_id, seq, start, end, orjson.dumps(list(shadowed)).decode()),
+            (
+                self._require_key(session_id),
+                seq,
+                start,
+                end,
+                orjson.dumps(list(shadowed)).decode(),
+            ),
         )
 
     def mark_caught_up(self, when: float) -> None:
@@ -288,6 +330,7 @@ class Savepoint:
         if exc_type is None:
             conn.execute(f"RELEASE {self.name}")
             return
+        self.tables.forget_keys()
         cause = describe(exc, typed=False) if exc is not None else "lost"
         if not conn.in_transaction:
             self.tables.forget_transaction()

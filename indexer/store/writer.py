@@ -257,7 +257,7 @@ class StoreWriter:
 
         texts = {e.seq: extract_text(e.type, e.data) for e in new}
         rows = [
-            (sid, e.seq, e.type, e.time, surface[e.seq], int(bool(texts[e.seq])), e.raw)
+            (sid, e.seq, e.type, e.time, surface[e.seq], int(bool(texts[e.seq])), e.raw, e.obj)
             for e in new
         ]
         self.tables.insert_events(rows)
