@@ -13,9 +13,9 @@ Payload (before compression): one compact JSON line of entries, then the bodies:
 entry stands for (a block's fill is read from the first line alone). An entry with
 ``n == 0`` is one event whose body is its raw JSON, byte for byte. An entry with
 ``n > 0`` is a *chunk run*: ``n`` consecutive ``assistant/chunk`` events that differ
-only in seq, time and their delta text, stored as the dsh packed row does (SPEC §1.5:
-a template, the time gaps, the texts); a run is used only when re-serializing every
-member gives its raw JSON exactly, so reads return the stored bytes in every case.
+only in seq, time and their delta, stored as the dsh packed row does (SPEC §1.5: the
+shared JSON once, the time gaps, the deltas); a member is rebuilt by concatenating the
+very bytes it was cut from, so reads return the stored bytes in every case.
 Chunks are most of a session's events and most of their bytes are the repeated
 envelope. An append keeps the stored entries and adds its own, so the block boundaries
 depend on the events only, the entries inside a block on how appends were grouped.
@@ -29,16 +29,14 @@ a dir stays readable when the shipped one changes.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 import zstandard
-
-from indexer.model.event import dump_json
 
 BLOCK_BYTES: Final = 32 * 1024
 BLOCK_EVENTS: Final = 1024
@@ -56,9 +54,9 @@ _TOOL_CHUNK_KEYS: Final = ("type", "index", "id", "argumentsDelta")
 _NAMED_TOOL_CHUNK_KEYS: Final = ("type", "index", "id", "name", "argumentsDelta")
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    """One event as the store keeps it: its metadata and its exact raw JSON."""
+class StoredEvent(NamedTuple):
+    """One event as the store keeps it: its metadata and its exact raw JSON (a tuple:
+    hundreds of thousands are built per ingest batch)."""
 
     seq: int
     type: str
@@ -90,86 +88,100 @@ def split_blocks(
 
 
 # ---- chunk runs --------------------------------------------------------------------------------
-def _chunk_parts(obj: Any) -> tuple[bytes, str] | None:
-    """(template key, payload) of a chunk event in the canonical packed-row layout."""
-    if type(obj) is not dict or len(obj) != 4 or obj.get("type") != _CHUNK:
-        return None
-    if tuple(obj) != ("type", "seq", "time", "data"):
-        return None
-    data = obj["data"]
-    if type(data) is not dict or tuple(data) != ("turn", "step", "chunk"):
-        return None
-    chunk = data["chunk"]
-    if type(chunk) is not dict:
-        return None
-    keys = tuple(chunk)
-    if keys == _TEXT_CHUNK_KEYS and chunk["type"] in _TEXT_DELTAS:
-        payload_key = "text"
-    elif keys in (_TOOL_CHUNK_KEYS, _NAMED_TOOL_CHUNK_KEYS) and chunk["type"] == "tool-call-delta":
-        payload_key = "argumentsDelta"
-    else:
-        return None
-    payload = chunk[payload_key]
-    if type(payload) is not str:
-        return None
-    template = {k: v for k, v in chunk.items() if k != payload_key}
-    try:
-        key = orjson.dumps([data["turn"], data["step"], payload_key, template])
-        orjson.dumps(payload)  # a lone surrogate is kept as a raw event
-    except TypeError:
-        return None
-    return key, payload
+# A chunk's raw JSON is ``{"type":"assistant/chunk","seq":S,"time":T,`` + rest, where rest
+# is ``"data":{...,"chunk":{...,"<key>":"`` + delta + ``"}}}``; a run keeps the shared
+# head of rest once and each member's delta bytes. Reads concatenate the pieces, so a
+# member reads back exactly the bytes it was stored from.
+_CHUNK_RAW: Final = re.compile(
+    rb'\{"type":"assistant/chunk","seq":(\d+),"time":(-?\d+),(.*)\Z', re.S
+)
+_CHUNK_HEAD: Final = b'{"type":"assistant/chunk","seq":'
+_TIME: Final = b',"time":'
+_CHUNK_TAIL: Final = b'"}}}'
 
 
-def _member(template: dict[str, Any], seq: int, time: int, payload: str) -> dict[str, Any]:
-    data = template["data"]
-    chunk = dict(data["chunk"])
-    chunk[template["key"]] = payload
-    return {
-        "type": _CHUNK,
-        "seq": seq,
-        "time": time,
-        "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk},
-    }
+def _chunk_parts(event: StoredEvent) -> tuple[bytes, bytes] | None:
+    """(shared head, delta) of a chunk's raw JSON, or ``None`` when it is laid out
+    otherwise (then it is stored raw)."""
+    m = _CHUNK_RAW.match(event.raw)
+    if m is None or m.group(1) != b"%d" % event.seq or m.group(2) != b"%d" % event.time:
+        return None
+    rest = m.group(3)
+    cut = rest.rfind(b':"') + 2  # the last string value: the delta (a quote inside a
+    if cut < 2 or not rest.endswith(_CHUNK_TAIL) or cut > len(rest) - 4:  # string is \")
+        return None
+    return rest[:cut], rest[cut:-4]
 
 
-def _run_body(objs: Sequence[dict[str, Any]], key: str, payloads: list[str]) -> bytes:
-    first = objs[0]
-    data = first["data"]
-    chunk = {k: (None if k == key else v) for k, v in data["chunk"].items()}
-    template = {"key": key, "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk}}
-    times = [int(o["time"]) for o in objs]
+def _run_body(head: bytes, times: Sequence[int], deltas: Sequence[bytes]) -> bytes:
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    return orjson.dumps([template, times[0], gaps, payloads])
+    lengths = [len(d) for d in deltas]
+    meta = orjson.dumps([head.decode(), times[0], gaps, lengths])
+    return meta + b"\n" + b"".join(deltas)
 
 
 def _expand_run(
     body: bytes, first_seq: int, start: int = 0, end: int = _NO_END
 ) -> list[tuple[int, int, bytes]]:
-    """(seq, time, raw JSON) of the members of a chunk run with ``start <= seq <= end``
-    (only those are re-serialized)."""
-    template, time, gaps, payloads = orjson.loads(body)
+    """(seq, time, raw JSON) of the members of a chunk run with ``start <= seq <= end``."""
+    cut = body.index(b"\n")
+    head_text, time, gaps, lengths = orjson.loads(body[:cut])
+    head = b"," + head_text.encode()
+    pos = cut + 1
     out = []
-    for k, payload in enumerate(payloads):
+    for k, size in enumerate(lengths):
         if k:
             time += gaps[k - 1]
         seq = first_seq + k
         if start <= seq <= end:
-            out.append((seq, time, dump_json(_member(template, seq, time, payload))))
+            delta = body[pos : pos + size]
+            raw = b"".join(
+                (_CHUNK_HEAD, b"%d" % seq, _TIME, b"%d" % time, head, delta, _CHUNK_TAIL)
+            )
+            out.append((seq, time, raw))
+        pos += size
     return out
 
 
+def _chunk_run(events: Sequence[StoredEvent], start: int, flags: int) -> tuple[int, bytes] | None:
+    """The longest chunk run from ``start`` (at least two events) and its body."""
+    first = events[start]
+    if first.type != _CHUNK:
+        return None
+    parts = _chunk_parts(first)
+    if parts is None:
+        return None
+    head = parts[0]
+    deltas = [parts[1]]
+    j = start + 1
+    while j < len(events):
+        ev = events[j]
+        if ev.type != _CHUNK or _SURFACE_CODE[ev.surface] * 2 + int(ev.indexed) != flags:
+            break
+        more = _chunk_parts(ev)
+        if more is None or more[0] != head:
+            break
+        deltas.append(more[1])
+        j += 1
+    if len(deltas) < 2:
+        return None
+    try:
+        body = _run_body(head, [e.time for e in events[start:j]], deltas)
+    except UnicodeDecodeError:
+        return None
+    return len(deltas), body
+
+
 # ---- payload -----------------------------------------------------------------------------------
-def encode(events: Sequence[StoredEvent], objs: Sequence[Any] | None = None) -> bytes:
-    """The uncompressed payload of a block. ``objs`` (the decoded events, when the caller
-    has them) lets chunk runs be recognized without parsing the raw JSON again."""
+def encode(events: Sequence[StoredEvent]) -> bytes:
+    """The uncompressed payload of a block."""
     entries: list[list[Any]] = []
     bodies: list[bytes] = []
     i, n = 0, len(events)
     while i < n:
         event = events[i]
         flags = _SURFACE_CODE[event.surface] * 2 + int(event.indexed)
-        run = _chunk_run(events, objs, i, flags)
+        run = _chunk_run(events, i, flags)
         if run is not None:
             count, body = run
             size = sum(len(e.raw) for e in events[i : i + count])
@@ -195,59 +207,6 @@ def payload_fill(payload: bytes) -> tuple[int, int]:
     """(raw bytes, events) a payload holds, from its first line."""
     entries = orjson.loads(payload[: payload.index(b"\n")])
     return sum(e[5] for e in entries), sum(max(1, e[3]) for e in entries)
-
-
-def _obj(events: Sequence[StoredEvent], objs: Sequence[Any] | None, i: int) -> Any:
-    if objs is not None:
-        return objs[i]
-    if events[i].type != _CHUNK:
-        return None
-    try:
-        return orjson.loads(events[i].raw)
-    except orjson.JSONDecodeError:  # e.g. a lone surrogate escape: kept raw
-        return None
-
-
-def _chunk_run(
-    events: Sequence[StoredEvent], objs: Sequence[Any] | None, start: int, flags: int
-) -> tuple[int, bytes] | None:
-    """The longest chunk run from ``start`` (at least two events) and its body."""
-    if events[start].type != _CHUNK:
-        return None
-    first = _chunk_parts(_obj(events, objs, start))
-    if first is None:
-        return None
-    key, payload = first
-    members = [_obj(events, objs, start)]
-    payloads = [payload]
-    j = start + 1
-    while j < len(events):
-        ev = events[j]
-        if ev.type != _CHUNK or _SURFACE_CODE[ev.surface] * 2 + int(ev.indexed) != flags:
-            break
-        obj = _obj(events, objs, j)
-        parts = _chunk_parts(obj)
-        if parts is None or parts[0] != key:
-            break
-        members.append(obj)
-        payloads.append(parts[1])
-        j += 1
-    if len(members) < 2:
-        return None
-    payload_key = orjson.loads(key)[2]
-    body = _run_body(members, payload_key, payloads)
-    # Only exact: every member must re-serialize to its stored bytes.
-    expanded = _expand_run(body, events[start].seq)
-    good = 0
-    for (_seq, _time, raw), ev in zip(expanded, events[start:j], strict=True):
-        if raw != ev.raw:
-            break
-        good += 1
-    if good < 2:
-        return None
-    if good < len(members):
-        body = _run_body(members[:good], payload_key, payloads[:good])
-    return good, body
 
 
 def decode(payload: bytes, first_seq: int, start: int = 0, end: int = _NO_END) -> list[StoredEvent]:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import bisect
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import NamedTuple
 
 from indexer.store.blocks import (
     NO_DICTIONARY,
@@ -28,8 +27,7 @@ from indexer.store.blocks import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class EventView:
+class EventView(NamedTuple):
     """A stored event as readers see it: the shadow mark applied."""
 
     seq: int
@@ -71,9 +69,7 @@ class EventBlocks:
         return decode(self._payload(data, did), first_seq, start, end)
 
     # ---- writes ----------------------------------------------------------------------------------
-    def append(
-        self, key: int, events: Sequence[StoredEvent], objs: Sequence[Any] | None = None
-    ) -> None:
+    def append(self, key: int, events: Sequence[StoredEvent]) -> None:
         """Store events that continue the session (the caller checked contiguity)."""
         if not events:
             return
@@ -90,26 +86,21 @@ class EventBlocks:
             if not is_full(size, count):
                 head = split_blocks(events, size, count)[0]
                 start = len(head)
-                more = encode(head, None if objs is None else objs[:start])
+                more = encode(head)
                 grown = append_payload(payload, more)
                 self.conn.execute(
                     "UPDATE blocks SET last_seq = ?, dict_id = ?, data = ? WHERE id = ?",
                     (head[-1].seq, self.dict_id, self.codec.compress(grown, self.dict_id), rowid),
                 )
-        rest = events[start:]
-        rest_objs = None if objs is None else objs[start:]
-        offset = 0
         rows = []
-        for block in split_blocks(rest):
-            part = None if rest_objs is None else rest_objs[offset : offset + len(block)]
-            offset += len(block)
+        for block in split_blocks(events[start:]):
             rows.append(
                 (
                     key,
                     block[0].seq,
                     block[-1].seq,
                     self.dict_id,
-                    self.codec.compress(encode(block, part), self.dict_id),
+                    self.codec.compress(encode(block), self.dict_id),
                 )
             )
         self.conn.executemany(

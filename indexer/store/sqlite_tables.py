@@ -223,16 +223,14 @@ class SqliteTables:
 
     # ---- events --------------------------------------------------------------------------------
     def insert_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        """Rows of (session_id, seq, type, time, surface, indexed, raw[, decoded object]),
-        contiguous per session and continuing it; the decoded object spares re-parsing
-        the raw JSON."""
+        """Rows of (session_id, seq, type, time, surface, indexed, raw), contiguous per
+        session and continuing it."""
         by_session: dict[str, list[tuple[Any, ...]]] = {}
         for row in rows:
             by_session.setdefault(row[0], []).append(row)
         for sid, listed in by_session.items():
             events = [StoredEvent(r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in listed]
-            objs = [r[7] for r in listed] if all(len(r) > 7 for r in listed) else None
-            self.blocks.append(self._require_key(sid), events, objs)
+            self.blocks.append(self._require_key(sid), events)
 
     def _row(self, session_id: str, e: EventView) -> EventRow:
         return EventRow(

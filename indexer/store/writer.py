@@ -257,7 +257,7 @@ class StoreWriter:
 
         texts = {e.seq: extract_text(e.type, e.data) for e in new}
         rows = [
-            (sid, e.seq, e.type, e.time, surface[e.seq], int(bool(texts[e.seq])), e.raw, e.obj)
+            (sid, e.seq, e.type, e.time, surface[e.seq], int(bool(texts[e.seq])), e.raw)
             for e in new
         ]
         self.tables.insert_events(rows)

@@ -53,8 +53,7 @@ def block_payloads(path: Path) -> list[bytes]:
         )
         for e in log.events
     ]
-    by_seq = {e.seq: e.obj for e in log.events}
-    return [encode(block, [by_seq[e.seq] for e in block]) for block in split_blocks(events)]
+    return [encode(block) for block in split_blocks(events)]
 
 
 def train(paths: Sequence[Path], size: int) -> tuple[bytes, list[bytes]]:
