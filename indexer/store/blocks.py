@@ -29,7 +29,6 @@ a dir stays readable when the shipped one changes.
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
@@ -92,25 +91,30 @@ def split_blocks(
 # is ``"data":{...,"chunk":{...,"<key>":"`` + delta + ``"}}}``; a run keeps the shared
 # head of rest once and each member's delta bytes. Reads concatenate the pieces, so a
 # member reads back exactly the bytes it was stored from.
-_CHUNK_RAW: Final = re.compile(
-    rb'\{"type":"assistant/chunk","seq":(\d+),"time":(-?\d+),(.*)\Z', re.S
-)
 _CHUNK_HEAD: Final = b'{"type":"assistant/chunk","seq":'
 _TIME: Final = b',"time":'
+_HEAD_LEN: Final = len(_CHUNK_HEAD)
+_TIME_LEN: Final = len(_TIME)
 _CHUNK_TAIL: Final = b'"}}}'
 
 
 def _chunk_parts(event: StoredEvent) -> tuple[bytes, bytes] | None:
     """(shared head, delta) of a chunk's raw JSON, or ``None`` when it is laid out
     otherwise (then it is stored raw)."""
-    m = _CHUNK_RAW.match(event.raw)
-    if m is None or m.group(1) != b"%d" % event.seq or m.group(2) != b"%d" % event.time:
+    raw = event.raw
+    if not raw.startswith(_CHUNK_HEAD) or not raw.endswith(_CHUNK_TAIL):
         return None
-    rest = m.group(3)
-    cut = rest.rfind(b':"') + 2  # the last string value: the delta (a quote inside a
-    if cut < 2 or not rest.endswith(_CHUNK_TAIL) or cut > len(rest) - 4:  # string is \")
+    seq, time = b"%d" % event.seq, b"%d" % event.time
+    i = _HEAD_LEN + len(seq)
+    j = i + _TIME_LEN + len(time)
+    if raw[_HEAD_LEN:i] != seq or raw[i:j] != _TIME + time or raw[j : j + 1] != b",":
         return None
-    return rest[:cut], rest[cut:-4]
+    rest = raw[j + 1 :]
+    # The delta is the last string value: a quote inside a JSON string is always \".
+    cut = rest.rfind(b':"') + 2
+    if cut < 2 or cut > len(rest) - len(_CHUNK_TAIL):
+        return None
+    return rest[:cut], rest[cut : -len(_CHUNK_TAIL)]
 
 
 def _run_body(head: bytes, times: Sequence[int], deltas: Sequence[bytes]) -> bytes:
