@@ -255,3 +255,32 @@ def test_a_dir_stays_readable_when_the_shipped_dictionary_changes(
     after = snapshot(data)
     assert [r for r in after["events"] if r[0] != "later"] == before["events"]
     assert len([r for r in after["events"] if r[0] == "later"]) == 80
+
+
+def test_an_append_rewrites_only_the_open_last_block(tmp_path: Path) -> None:
+    events = _session_events(3000)
+    data = tmp_path / "data"
+    store = Store(data)
+    try:
+        store.apply(HeaderRecord(v=1, kind="header", header=header("s")))
+        store.apply(EventsRecord(v=1, kind="events", session_id="s", events=events[:2990]))
+        store.commit()
+        before = _block_data(data)
+        store.apply(EventsRecord(v=1, kind="events", session_id="s", events=events[2990:]))
+        store.commit()
+        after = _block_data(data)
+    finally:
+        store.close()
+    sealed = sorted(before)[:-1]
+    assert len(sealed) >= 3
+    assert all(after[first] == before[first] for first in sealed)
+    last = sorted(before)[-1]
+    assert after[last] != before[last]  # the open block took the new events
+
+
+def _block_data(data: Path) -> dict[int, bytes]:
+    conn = sqlite3.connect(sqlite_path(data))
+    try:
+        return {int(f): bytes(d) for f, d in conn.execute("SELECT first_seq, data FROM blocks")}
+    finally:
+        conn.close()
