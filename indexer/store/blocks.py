@@ -147,25 +147,29 @@ def _expand_run(
     return out
 
 
-def _chunk_run(events: Sequence[StoredEvent], start: int, flags: int) -> tuple[int, bytes] | None:
-    """The longest chunk run from ``start`` (at least two events) and its body."""
+def _chunk_run(events: Sequence[StoredEvent], start: int) -> tuple[int, bytes] | None:
+    """The longest chunk run from ``start`` (at least two events) and its body. A member
+    must be exactly its envelope, the run's shared head, a delta and the tail: reads
+    rebuild it by that concatenation."""
     first = events[start]
-    if first.type != _CHUNK:
-        return None
     parts = _chunk_parts(first)
     if parts is None:
         return None
     head = parts[0]
     deltas = [parts[1]]
+    tail = -len(_CHUNK_TAIL)
     j = start + 1
     while j < len(events):
         ev = events[j]
-        if ev.type != _CHUNK or _SURFACE_CODE[ev.surface] * 2 + int(ev.indexed) != flags:
+        if ev.type != _CHUNK or ev.surface != first.surface or ev.indexed != first.indexed:
             break
-        more = _chunk_parts(ev)
-        if more is None or more[0] != head:
+        raw = ev.raw
+        prefix = b"".join((_CHUNK_HEAD, b"%d" % ev.seq, _TIME, b"%d" % ev.time, b",", head))
+        if len(raw) < len(prefix) - tail or not (
+            raw.startswith(prefix) and raw.endswith(_CHUNK_TAIL)
+        ):
             break
-        deltas.append(more[1])
+        deltas.append(raw[len(prefix) : tail])
         j += 1
     if len(deltas) < 2:
         return None
@@ -185,7 +189,7 @@ def encode(events: Sequence[StoredEvent]) -> bytes:
     while i < n:
         event = events[i]
         flags = _SURFACE_CODE[event.surface] * 2 + int(event.indexed)
-        run = _chunk_run(events, i, flags)
+        run = _chunk_run(events, i) if event.type == _CHUNK else None
         if run is not None:
             count, body = run
             size = sum(len(e.raw) for e in events[i : i + count])
