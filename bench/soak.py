@@ -2,7 +2,8 @@
 
 One local Apache Kafka broker (``deploy/kafka/start.sh``), the product's topics, a
 ``sessionq indexer`` and a ``sessionq worker`` (with a keyring) as subprocesses over one
-data dir holding the real corpus. Two phases of ``--minutes`` each over the same stack:
+data dir holding the real corpus. Two kinds of ``--window``-second windows alternate over
+the same stack, ``--minutes`` of each (so a change in the machine's load hits both alike):
 
 1. **good only**: signed ``session_search``/``session_trace``/``session_event_read`` calls
    at ``--rate`` per second from one host client;
@@ -18,7 +19,8 @@ pinned offsets (committed < end once everything is answered), peak RSS of the in
 and the worker (VmHWM), the worker's resident memory before, right after and 20 s after
 the hostile phase, and the good requests' p50/p99 in each phase with their ratio.
 
-Run: ``.venv/bin/python bench/soak.py --minutes 10`` (``--minutes 0.5`` for a smoke run).
+Run: ``.venv/bin/python bench/soak.py --minutes 10`` (``--minutes 0.5 --window 15`` for a
+smoke run).
 """
 
 from __future__ import annotations
@@ -188,10 +190,8 @@ class Hostile:
         self.signer = signer
         self.pool = pool
         self.rng = random.Random(11)
+        self.bootstrap = bootstrap
         self.counts: dict[str, int] = {}
-        self.producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, acks=1, max_request_size=8 * 1024 * 1024
-        )
 
     def hostile(self) -> tuple[bytes | dict[str, Any], str, dict[str, Any]]:
         sid, cwd = self.rng.choice(self.pool)
@@ -257,26 +257,33 @@ class Hostile:
             return {"v": 1, "kind": "cancel", "id": rid, "reason": "r" * 5_000_000}, cwd, kw
         return base, cwd, kw
 
-    async def run(self, seconds: float, rate: float) -> dict[str, int]:
-        await self.producer.start()
+    async def run(self, rate: float, active: Any, stop: Any) -> dict[str, int]:
+        """Send at ``rate`` while ``active`` is set, until ``stop`` is set."""
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.bootstrap, acks=1, max_request_size=8 * 1024 * 1024
+        )
+        await producer.start()
         refused = 0
         try:
-            start = time.monotonic()
-            n_bad = 0
-            while (now := time.monotonic()) - start < seconds:
-                while n_bad < int((now - start) * rate):
-                    value, cwd, kw = self.hostile()
-                    raw = value if isinstance(value, bytes) else orjson.dumps(value)
-                    try:
-                        await self.producer.send_and_wait(
-                            "sessionq.requests", raw, key=cwd.encode(), **kw
-                        )
-                    except MessageSizeTooLargeError:
-                        refused += 1  # the requests topic's 1 MiB bound
-                    n_bad += 1
-                await asyncio.sleep(0.002)
+            while not stop.is_set():
+                if not active.is_set():
+                    await asyncio.sleep(0.05)
+                    continue
+                start, n_bad = time.monotonic(), 0
+                while active.is_set() and not stop.is_set():
+                    while n_bad < int((time.monotonic() - start) * rate):
+                        value, cwd, kw = self.hostile()
+                        raw = value if isinstance(value, bytes) else orjson.dumps(value)
+                        try:
+                            await producer.send_and_wait(
+                                "sessionq.requests", raw, key=cwd.encode(), **kw
+                            )
+                        except MessageSizeTooLargeError:
+                            refused += 1  # the requests topic's 1 MiB bound
+                        n_bad += 1
+                    await asyncio.sleep(0.002)
         finally:
-            await self.producer.stop()
+            await producer.stop()
         return {**self.counts, "refused by the broker": refused}
 
 
@@ -284,12 +291,13 @@ def hostile_process(
     bootstrap: str,
     key_file: str,
     pool: list[tuple[str, str]],
-    seconds: float,
     rate: float,
+    active: Any,
+    stop: Any,
     out: Any,
 ) -> None:
     signer = CallerSigner.from_file("host", Path(key_file))
-    out.put(asyncio.run(Hostile(bootstrap, signer, pool).run(seconds, rate)))
+    out.put(asyncio.run(Hostile(bootstrap, signer, pool).run(rate, active, stop)))
 
 
 async def pinned_offsets(bootstrap: str) -> dict[int, int]:
@@ -358,27 +366,40 @@ async def amain(args: argparse.Namespace) -> int:
         await asyncio.sleep(8)  # join the group
         load = Load(broker.bootstrap, signer, callers(data))
         await load.start()
-        seconds = args.minutes * 60
-        rss_start = vm_rss_mb(worker.pid)
-        print(f"soak: {args.minutes} min good only at {args.rate}/s ...", flush=True)
-        quiet = await load.run(seconds, args.rate)
-        rss_quiet = vm_rss_mb(worker.pid)
-        print(f"soak: {args.minutes} min good + hostile ({args.hostile_rate}/s) ...", flush=True)
+        window = args.window
+        windows = max(1, round(args.minutes * 60 / window))
         ctx = multiprocessing.get_context("spawn")
-        out = ctx.Queue()
+        active, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
         attacker = ctx.Process(
             target=hostile_process,
             args=(
                 broker.bootstrap,
                 str(tmp / "host.key"),
                 load.pool,
-                seconds,
                 args.hostile_rate,
+                active,
+                stop,
                 out,
             ),
         )
         attacker.start()
-        loud = await load.run(seconds, args.rate)
+        rss_start = vm_rss_mb(worker.pid)
+        print(
+            f"soak: {windows} x ({window:.0f} s good only, then {window:.0f} s good +"
+            f" hostile at {args.hostile_rate}/s), good at {args.rate}/s ...",
+            flush=True,
+        )
+        quiet: list[float] = []
+        loud: list[float] = []
+        rss_quiet = rss_start
+        for n in range(windows):
+            quiet += await load.run(window, args.rate)
+            rss_quiet = max(rss_quiet, vm_rss_mb(worker.pid))
+            active.set()
+            loud += await load.run(window, args.rate)
+            active.clear()
+            print(f"soak: window {n + 1}/{windows} done", flush=True)
+        stop.set()
         hostile_counts = await asyncio.to_thread(out.get, True, 120)
         attacker.join(30)
         rss_loud = vm_rss_mb(worker.pid)
@@ -397,13 +418,14 @@ async def amain(args: argparse.Namespace) -> int:
         )
         print(f"pinned offsets (end - committed per partition, after drain): {pinned}")
         n_hostile = sum(v for k, v in hostile_counts.items() if "refused" not in k)
-        print(f"hostile records sent: {n_hostile} {hostile_counts}")
+        print(f"hostile records produced (the refused ones included): {n_hostile} {hostile_counts}")
         print(
             f"peak RSS: indexer {vm_hwm_mb(indexer.pid):.0f} MB,"
             f" worker {vm_hwm_mb(worker.pid):.0f} MB"
         )
         print(
-            f"worker RSS: {rss_start:.0f} MB at start, {rss_quiet:.0f} MB after good only,"
+            f"worker RSS: {rss_start:.0f} MB at start,"
+            f" {rss_quiet:.0f} MB at most in the good-only windows,"
             f" {rss_loud:.0f} MB right after hostile, {rss_after:.0f} MB 20 s later"
         )
         print(
@@ -427,7 +449,16 @@ async def amain(args: argparse.Namespace) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--minutes", type=float, default=10.0, help="per phase")
+    ap.add_argument(
+        "--minutes", type=float, default=10.0, help="of hostile load (and as long good only)"
+    )
+    ap.add_argument(
+        "--window",
+        type=float,
+        default=60.0,
+        help="seconds per window; good-only and hostile windows alternate, so a"
+        " change in the machine's load affects both alike",
+    )
     ap.add_argument("--rate", type=float, default=50.0, help="good requests per second")
     ap.add_argument("--hostile-rate", type=float, default=50.0, help="hostile records per second")
     return asyncio.run(amain(ap.parse_args()))

@@ -41,6 +41,22 @@ class Metrics:
             "Wall time of the last applied record",
             registry=r,
         )
+        self.retention_deletes = Counter(
+            "sessionq_retention_deletes",
+            "Sessions past --retain-days asked to be deleted (indexer) or deleted (serve)",
+            registry=r,
+        )
+        self.purge_seconds = Histogram(
+            "sessionq_purge_seconds",
+            "Purge passes (erased bytes out of the data dir's files) and their duration",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.purge_pending = Gauge(
+            "sessionq_purge_pending",
+            "1 while the last purge pass left erased bytes for a later pass",
+            registry=r,
+        )
         self.requests = Counter(
             "sessionq_requests", "Tool calls answered", ["tool", "outcome"], registry=r
         )

@@ -80,6 +80,12 @@ class ServeSettings(ServiceSettings):
         default=None,
         description="file holding the bearer token the HTTP API requires (needed beyond loopback)",
     )
+    retain_days: int | None = Field(
+        default=None, ge=1, description="delete sessions whose newest event is older"
+    )
+    retention_check_ms: int = Field(
+        default=60_000, ge=1, description="how often --retain-days looks for expired sessions"
+    )
 
 
 class CallSettings(RoleSettings):
@@ -109,6 +115,12 @@ class TopicsSettings(RoleSettings):
     min_insync_replicas: int | None = Field(
         default=None, ge=1, description="topic min.insync.replicas (broker default if unset)"
     )
+    events_retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="retention of the events topic (keep snapshots well within it); 0 keeps"
+        " events forever",
+    )
 
 
 class PublishSettings(ServiceSettings):
@@ -117,6 +129,23 @@ class PublishSettings(ServiceSettings):
     command: ClassVar[str] = "publish"
 
     kafka: KafkaSettings
+
+
+class DeleteSettings(RoleSettings):
+    """``sessionq delete``: over Kafka (delete records) or through a ``serve``'s admin API."""
+
+    command: ClassVar[str] = "delete"
+
+    kafka: KafkaSettings | None = None
+    data: Path | None = Field(
+        default=None, description="a replica's data directory (read only: the sessions' keys)"
+    )
+    url: str | None = Field(
+        default=None, min_length=1, description="base URL of a running sessionq serve"
+    )
+    token_file: Path | None = Field(
+        default=None, description="file holding the serve's bearer token"
+    )
 
 
 class StatsSettings(RoleSettings):

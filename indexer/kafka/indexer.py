@@ -12,6 +12,15 @@ in effect. A record that failed because the disk is full is not the record's fau
 is not dead-lettered, the batch is replayed like a lost one. While batches keep failing
 the indexer reports not ready (``caught_up``; the cause is in ``readiness_notes``, one
 line, e.g. ``disk full: …``) and recovers by itself once a commit lands.
+
+With ``--snapshot-every`` / ``--snapshot-to`` the indexer also publishes snapshots of its
+data dir (``indexer.snapshot.schedule``): started between batches, run beside it, never
+stopping it.
+
+Between batches (after a commit, or idle): with ``--retain-days`` the retention check
+publishes delete records for expired sessions to the events topic (they come back and
+are applied like any record, on every replica), then a due purge pass runs
+(``indexer.store.purge``: erased bytes out of the data dir's files).
 """
 
 from __future__ import annotations
@@ -28,10 +37,13 @@ from indexer.errors import BatchAbortedError, RecordFailedError, SessionqError
 from indexer.kafka.client import EventsSource, InRecord, Producer
 from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.metrics import Metrics
-from indexer.model.records import decode_record
+from indexer.model.records import DeleteRecord, decode_record, encode_record
 from indexer.settings import IndexerSettings
+from indexer.snapshot.schedule import SnapshotSchedule
 from indexer.store.data_dir import Store
 from indexer.store.failure import describe, is_disk_full
+from indexer.store.purge import PurgeReport
+from indexer.store.retention import Retention
 
 log = logging.getLogger("sessionq.indexer")
 LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
@@ -46,6 +58,8 @@ class IndexerCounters:
     dead_lettered: int = 0
     commits: int = 0
     last_commit_ms: float = 0.0
+    expired: int = 0  # delete records published for sessions past --retain-days
+    purges: int = 0
     lag: dict[int, int] = field(default_factory=dict)
 
 
@@ -62,21 +76,41 @@ class Indexer:
         kafka = settings.kafka
         self.settings = settings
         self.kafka = kafka
-        self.store = Store(settings.data)
+        self.metrics = metrics if metrics is not None else Metrics("indexer")
+        self.counters = IndexerCounters()
+        self.store = Store(settings.data, on_purge=self._purged)
         self.source = EventsSource(kafka, kafka.events_topic)
         self.dlq = Producer(kafka, client_id="sessionq-indexer-dlq", max_request_size=DLQ_MAX_BYTES)
-        self.counters = IndexerCounters()
+        # --retain-days: expired sessions leave as delete records on the events topic.
+        self.retention = None if settings.retain_days is None else Retention(settings.retain_days)
+        self.deletes = (
+            None
+            if self.retention is None
+            else Producer(kafka, client_id="sessionq-indexer-retention")
+        )
+        self._next_retention = 0.0
         self._offsets: dict[tuple[str, int], int] = {}
         self._pending_dlq: list[Any] = []
         self._on_commit = on_commit
-        self.metrics = metrics if metrics is not None else Metrics("indexer")
         self._stopping = asyncio.Event()
         self._caught_up = False
         self._retry_s = 0.0
         self.failing: str | None = None  # why the last batch was lost, until a commit lands
+        self.snapshots: SnapshotSchedule | None = None
+        if settings.snapshot_to is not None and settings.snapshot_every is not None:
+            self.snapshots = SnapshotSchedule(
+                settings.data,
+                every_s=settings.snapshot_every,
+                location=settings.snapshot_to,
+                keep=settings.snapshot_keep,
+                s3=settings.s3,
+                registry=self.metrics.registry,
+            )
 
     async def start(self) -> None:
         await self.dlq.start()
+        if self.deletes is not None:
+            await self.deletes.start()
         await self.source.start(self.store.offsets())
 
     async def stop(self) -> None:
@@ -84,10 +118,16 @@ class Indexer:
 
     async def close(self) -> None:
         try:
+            if self.snapshots is not None:
+                await self.snapshots.close()
             await self.source.stop()
         finally:
-            await self.dlq.stop()
-            self.store.close()
+            try:
+                await self.dlq.stop()
+                if self.deletes is not None:
+                    await self.deletes.stop()
+            finally:
+                self.store.close()
 
     def apply(self, record: InRecord) -> bool:
         """Apply one record; a bad one is queued for the DLQ instead. False when the open
@@ -136,6 +176,61 @@ class Indexer:
             self.metrics.last_applied.set(time.time())
         self._offsets[(record.topic, record.partition)] = record.offset + 1
         return True
+
+    def _purged(self, report: PurgeReport) -> None:
+        self.counters.purges += 1
+        self.metrics.purge_seconds.observe(report.seconds)
+        self.metrics.purge_pending.set(0 if report.complete else 1)
+
+    async def expire(self) -> int:
+        """Publish a delete record for each session past ``--retain-days``
+        (``indexer.store.retention``; at most one bounded check's worth) and wait for the
+        acknowledgements. The deletes come back through the topic like any other record,
+        here and on every other replica. A failed send is logged; the next check resends."""
+        if self.retention is None or self.deletes is None:
+            return 0
+        expired = self.retention.expired(self.store.tables)
+        if not expired:
+            return 0
+        try:
+            futures = [
+                await self.deletes.enqueue(
+                    self.kafka.events_topic,
+                    encode_record(DeleteRecord(v=1, kind="delete", session_id=e.session_id)),
+                    key=e.routing_key.encode(),
+                )
+                for e in expired
+            ]
+            await asyncio.gather(*futures)
+        except Exception as exc:
+            log.error("retention: publishing %d delete records failed: %s", len(expired), exc)
+            self.retention.forget(e.session_id for e in expired)
+            return 0
+        self.counters.expired += len(expired)
+        self.metrics.retention_deletes.inc(len(expired))
+        log.info(
+            "retention: published delete records for %d sessions whose newest event is older"
+            " than %d days (the oldest at %d ms)",
+            len(expired),
+            self.retention.retain_days,
+            expired[0].last_event_ms,
+        )
+        return len(expired)
+
+    async def _housekeeping(self) -> None:
+        """Between batches: the retention check when due, then a due purge pass.
+
+        Retention trusts this replica's view of the sessions only while it is caught up
+        (at most one batch behind on every partition): a replica still replaying would
+        take a session whose newer events it has not read yet for an idle one."""
+        if self.retention is not None and time.monotonic() >= self._next_retention:
+            self._next_retention = time.monotonic() + self.settings.retention_check_ms / 1000
+            lag = await self.lag()
+            if self._caught_up and all(v <= self.settings.batch_records for v in lag.values()):
+                await self.expire()
+            else:
+                log.info("retention: check skipped, this replica is not caught up")
+        self.store.purge_if_due()
 
     def _fail(self, cause: str) -> None:
         if self.failing is None:
@@ -247,9 +342,13 @@ class Indexer:
                 batch_started = time.monotonic()
                 if not records and not self._caught_up:
                     await self.caught_up()
+            if not batch_count:  # between batches: just committed, or idle
+                await self._housekeeping()
             if time.monotonic() - last_lag >= LAG_REFRESH_S:
                 await self.lag()
                 last_lag = time.monotonic()
+            if self.snapshots is not None and not batch_count:
+                self.snapshots.poll()  # between batches: everything applied is committed
         await self.commit()
 
     async def lag(self) -> dict[int, int]:

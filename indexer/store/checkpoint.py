@@ -16,12 +16,20 @@ is repaired at once (``Store.commit`` rebuilds the batch's sessions' documents f
 committed rows); a crash between 2 and 3 leaves Tantivy ahead of SQLite until the
 records are re-applied from the stored offsets, which is idempotent (upserts by key,
 deletes of what is already gone), so the store converges.
+
+Steps 2-3 run under ``CommitLock`` (an exclusive ``flock`` on ``<data dir>/commit.lock``):
+a snapshot (``indexer.snapshot``) takes the same lock while it pins its view of both
+(``meta.json`` and a SQLite read transaction), so it copies the index and the tables of
+one and the same batch, from another process or from the indexer's own.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
 
 from indexer.errors import BatchAbortedError
 from indexer.store.failure import describe
@@ -29,6 +37,37 @@ from indexer.store.sqlite_tables import SqliteTables
 from indexer.store.tantivy import TantivyIndex
 
 FAILPOINT_ENV = "SESSIONQ_FAILPOINT"
+COMMIT_LOCK_NAME = "commit.lock"
+
+
+class CommitLock:
+    """An exclusive ``flock`` on ``<data dir>/commit.lock``: held by a commit's steps 2-3
+    and by a snapshot while it pins the index and the tables. Blocking; per open file,
+    so two holders in one process exclude each other too."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / COMMIT_LOCK_NAME
+        self._fd: int | None = None
+
+    def __enter__(self) -> CommitLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the only descriptor releases the lock
 
 
 def _failpoint_from_env() -> tuple[str, int] | None:
@@ -48,6 +87,7 @@ class Checkpoint:
         self.tables = tables
         self.index = index
         self._failpoint = _failpoint_from_env()
+        self._lock = CommitLock(tables.path.parent)
         self._passes: dict[str, int] = {}
 
     def _reach(self, point: str) -> None:
@@ -62,15 +102,16 @@ class Checkpoint:
         ``BatchAbortedError`` naming the cause."""
         index_committed = False
         try:
-            # (2) Tantivy first: it can be re-derived from re-applied records.
-            self.index.commit()
-            index_committed = True
-            self._reach("after-index-commit")
-            # (3) rows and offsets in one SQLite transaction.
-            self.tables.begin()
-            if offsets:
-                self.tables.store_offsets(dict(offsets))
-            self.tables.commit()
+            with self._lock:
+                # (2) Tantivy first: it can be re-derived from re-applied records.
+                self.index.commit()
+                index_committed = True
+                self._reach("after-index-commit")
+                # (3) rows and offsets in one SQLite transaction.
+                self.tables.begin()
+                if offsets:
+                    self.tables.store_offsets(dict(offsets))
+                self.tables.commit()
         except Exception as exc:
             self.abort()
             raise BatchAbortedError(

@@ -14,6 +14,9 @@ embedded ``serve`` all apply through it, under one failure rule:
   ``BatchAbortedError`` when SQLite lost the whole transaction (e.g. a full disk) —
   then the whole batch is gone, as after a failed ``commit``.
 
+A commit that follows an applied delete runs a purge pass (``indexer.store.purge``), so
+the deleted session's bytes leave the files too; ``purge_if_due`` is the idle tick.
+
 What happens next is the caller's policy: the indexer dead-letters a failed record and
 seeks back after a lost batch, ingest reports the file, ``serve`` retries from the
 watcher's last applied position.
@@ -22,7 +25,7 @@ watcher's last applied position.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from indexer.errors import (
@@ -35,6 +38,7 @@ from indexer.logs.reader import SessionLog
 from indexer.model.records import EventStreamRecord, record_session_id
 from indexer.store.checkpoint import Checkpoint
 from indexer.store.failure import describe
+from indexer.store.purge import MIN_INTERVAL_S, Purger, PurgeReport
 from indexer.store.sqlite_tables import Savepoint, SqliteTables, TransactionLostError
 from indexer.store.tantivy import TantivyIndex
 from indexer.store.writer import Applied, StoreWriter
@@ -58,7 +62,17 @@ class Store:
     """The writer side of a data directory. Opening a dir written by an older release
     migrates its tables in place first (``indexer.store.migrate``)."""
 
-    def __init__(self, data_dir: Path, *, heap_bytes: int = 128_000_000, threads: int = 1) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        heap_bytes: int = 128_000_000,
+        threads: int = 1,
+        purge_interval_s: float | None = MIN_INTERVAL_S,
+        on_purge: Callable[[PurgeReport], None] | None = None,
+    ) -> None:
+        """``purge_interval_s``: the least time between two purge passes
+        (``indexer.store.purge``); None never purges."""
         data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
         self.tables = SqliteTables(sqlite_path(data_dir))
@@ -67,6 +81,13 @@ class Store:
         )
         self.writer = StoreWriter(self.tables, self.index)
         self.checkpoint = Checkpoint(self.tables, self.index)
+        self.purger = Purger(
+            self.tables,
+            self.index,
+            self.writer.reindex,
+            min_interval_s=purge_interval_s,
+            on_pass=on_purge,
+        )
         self._touched: set[str] = set()  # sessions the open batch changed
 
     def apply(self, unit: EventStreamRecord | SessionLog) -> Applied:
@@ -99,6 +120,8 @@ class Store:
             raise BatchAbortedError(f"index write failed: {describe(exc)}") from exc
         if not applied.noop:
             self._touched.add(applied.session_id)
+            if applied.kind == "delete":
+                self.purger.note_erasure()
         return applied
 
     def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
@@ -112,6 +135,11 @@ class Store:
             if exc.index_committed:
                 self._repair_index(touched)
             raise
+        self.purger.after_commit()
+
+    def purge_if_due(self) -> PurgeReport | None:
+        """Run a due purge pass between batches (the idle tick of a long-running role)."""
+        return self.purger.run_if_due()
 
     def _repair_index(self, session_ids: set[str]) -> None:
         try:

@@ -85,7 +85,7 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
     did = install_dictionary(conn, shipped_dictionary())
     conn.executemany(
         "INSERT INTO sessions(id, header, cwd, parent, created_at, live, next_seq, surface,"
-        " last_step_start, title, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " last_step_start, title, held, last_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         _sessions(conn),
     )
     blocks = EventBlocks(conn, Codec({did: shipped_dictionary()}), did)
@@ -116,7 +116,9 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
 def _sessions(conn: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
     for row in conn.execute(
         "SELECT id, header, cwd, parent, created_at, live, next_seq, surface,"
-        " last_step_start, title, held FROM sessions_v1 ORDER BY created_at, id"
+        " last_step_start, title, held, (SELECT e.time FROM events_v1 e"
+        " WHERE e.session_id = s.id AND e.seq = s.next_seq - 1)"
+        " FROM sessions_v1 s ORDER BY created_at, id"
     ).fetchall():
         yield (*row[:7], encode_surface(orjson.loads(row[7])), *row[8:])
 

@@ -7,7 +7,8 @@ CREATE TABLE IF NOT EXISTS meta (
 
 -- One row per stored session; `key` is the session's integer key in the hot tables.
 -- `surface` is the current surface (fold order) as zigzag delta varints, so a later
--- batch continues the fold without replaying the log.
+-- batch continues the fold without replaying the log. `last_time`: the newest event's
+-- time (retention reads it instead of the blocks).
 CREATE TABLE IF NOT EXISTS sessions (
   key             INTEGER PRIMARY KEY,
   id              TEXT NOT NULL UNIQUE,
@@ -20,7 +21,8 @@ CREATE TABLE IF NOT EXISTS sessions (
   surface         BLOB NOT NULL DEFAULT x'',
   last_step_start INTEGER,
   title           TEXT,
-  held            TEXT
+  held            TEXT,
+  last_time       INTEGER
 );
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent);
 CREATE INDEX IF NOT EXISTS sessions_cwd ON sessions(cwd, created_at);

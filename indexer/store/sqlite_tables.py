@@ -86,6 +86,8 @@ class SqliteTables:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.conn = connect(path)
+        # Freed cells and pages are zeroed as they are freed (indexer.store.purge).
+        self.conn.execute("PRAGMA secure_delete = ON")
         self._in_tx = False
         open_schema(self.conn)
         codec, did = load_codec(self.conn)
@@ -177,13 +179,21 @@ class SqliteTables:
         surface: Sequence[int],
         last_step_start: int | None,
         title_json: str | None,
+        last_time: int | None = None,
     ) -> None:
-        """Advance a session after a batch; ``None`` keeps the stored step/title."""
+        """Advance a session after a batch; ``None`` keeps the stored step/title/time."""
         self.conn.execute(
             "UPDATE sessions SET next_seq = ?, surface = ?, held = NULL,"
-            " last_step_start = COALESCE(?, last_step_start), title = COALESCE(?, title)"
-            " WHERE id = ?",
-            (next_seq, encode_surface(surface), last_step_start, title_json, session_id),
+            " last_step_start = COALESCE(?, last_step_start), title = COALESCE(?, title),"
+            " last_time = COALESCE(?, last_time) WHERE id = ?",
+            (
+                next_seq,
+                encode_surface(surface),
+                last_step_start,
+                title_json,
+                last_time,
+                session_id,
+            ),
         )
 
     def set_live(self, session_id: str, live: bool) -> None:
@@ -288,6 +298,42 @@ class SqliteTables:
             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
             (CAUGHT_UP_KEY, repr(when)),
         )
+
+    # ---- erasure (indexer.store.purge, indexer.store.retention) --------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def truncate_wal(self, wait_ms: int = 1000) -> bool:
+        """Copy the WAL into the database and truncate it to zero bytes, so no page image
+        older than the last commit stays on disk. False when a reader's open snapshot
+        kept it from completing within ``wait_ms`` (the next attempt retries)."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+        try:
+            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+        return int(busy) == 0
+
+    def idle_sessions(self, before_ms: int, limit: int) -> list[tuple[str, str | None, int]]:
+        """(id, cwd, last event time) of the sessions whose newest event (highest seq; the
+        header's ``createdAt`` for a session without events) is older than ``before_ms``,
+        oldest first, at most ``limit``."""
+        return [
+            (str(r[0]), r[1], int(r[2]))
+            for r in self.conn.execute(
+                "SELECT id, cwd, COALESCE(last_time, created_at) AS last FROM sessions"
+                " WHERE COALESCE(last_time, created_at) < ? ORDER BY last, id LIMIT ?",
+                (before_ms, limit),
+            )
+        ]
 
     # ---- offsets -------------------------------------------------------------------------------
     def offsets(self) -> dict[tuple[str, int], int]:

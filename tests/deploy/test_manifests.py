@@ -23,7 +23,7 @@ import pytest
 
 import indexer.settings
 import worker.settings
-from indexer.settings import IndexerSettings, RoleSettings
+from indexer.settings import IndexerSettings, RoleSettings, SnapshotRestoreSettings
 from worker.cli import build_parser
 from worker.cli.options import settings_from
 from worker.settings import ServeSettings, TopicsSettings, WorkerSettings
@@ -111,7 +111,8 @@ def k8s_containers() -> Iterator[Container]:
         for c in spec.get("initContainers", []) + spec["containers"]:
             env: dict[str, str] = {}
             for source in c.get("envFrom", []):
-                env.update(configmap_env(source["configMapRef"]["name"]))
+                if "configMapRef" in source:  # a secretRef's values are not in the repo
+                    env.update(configmap_env(source["configMapRef"]["name"]))
             env.update({e["name"]: str(e["value"]) for e in c.get("env", []) if "value" in e})
             assert "command" not in c, "keep the image's ENTRYPOINT (sessionq); use args"
             yield Container(
@@ -341,7 +342,11 @@ def test_the_kafka_image_is_pinned() -> None:
 
 
 def test_no_image_floats() -> None:
-    images = [c["image"] for o in workloads() for c in pod_spec(o)["containers"]]
+    images = [
+        c["image"]
+        for o in workloads()
+        for c in pod_spec(o).get("initContainers", []) + pod_spec(o)["containers"]
+    ]
     images += [s["image"] for s in compose()["services"].values()]
     for image in images:
         assert ":" in image and not image.endswith(":latest"), image
@@ -361,7 +366,7 @@ def test_probe_ports_are_declared_by_their_container() -> None:
 def test_service_ports_target_container_ports() -> None:
     service = k8s_one("Service")
     containers = [c for c in k8s_containers() if "StatefulSet" in c.where]
-    by_name = {p["name"]: p["containerPort"] for c in containers for p in c.spec["ports"]}
+    by_name = {p["name"]: p["containerPort"] for c in containers for p in c.spec.get("ports", [])}
     for port in service["spec"]["ports"]:
         target = port["targetPort"]
         assert target in by_name, f"service port {port['name']} targets {target}"
@@ -483,6 +488,7 @@ SETTINGS_OF: dict[str, type[RoleSettings]] = {
     "worker": WorkerSettings,
     "topics": TopicsSettings,
     "serve": ServeSettings,
+    "snapshot": SnapshotRestoreSettings,  # the only snapshot command a manifest runs
 }
 
 
@@ -579,3 +585,36 @@ def test_dockerfile_copies_exist_and_pass_the_suggested_dockerignore() -> None:
         for source in rest.split()[:-1]:
             assert (ROOT / source).exists(), source
             assert source.rstrip("/") in allowed, f"{source} is not in {DOCKERIGNORE.name}"
+
+
+# ---- snapshots -------------------------------------------------------------------------------
+def test_a_new_replica_restores_the_newest_snapshot_before_it_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The StatefulSet's init container restores the newest snapshot into an empty volume
+    (a no-op with data or without a snapshot), from where its indexer publishes them."""
+    sts = k8s_one("StatefulSet")
+    [init] = pod_spec(sts)["initContainers"]
+    containers = {c.spec["name"]: c for c in k8s_containers() if "StatefulSet" in c.where}
+    restore, indexer = containers[init["name"]], containers["indexer"]
+    assert restore.argv[:2] == ["snapshot", "restore"] and "--if-empty" in restore.argv
+    assert "--force" not in restore.argv  # never over a volume that holds data
+    args = parse(restore.argv, {**dockerfile_env(), **restore.env}, monkeypatch)
+    assert args.if_empty is True
+    restored = settings_from(SnapshotRestoreSettings, args)
+    assert restored.data == Path("/data")
+    mounts = {m["name"]: m["mountPath"] for m in init["volumeMounts"]}
+    index_mounts = {m["name"]: m["mountPath"] for m in indexer.spec["volumeMounts"]}
+    assert mounts["data"] == index_mounts["data"] == "/data"
+
+    published = settings_from(
+        IndexerSettings, parse(indexer.argv, {**dockerfile_env(), **indexer.env}, monkeypatch)
+    )
+    assert published.snapshot_to == restored.snapshot_from
+    assert restored.snapshot_from.startswith("s3://")
+    assert published.snapshot_every is not None and published.snapshot_keep >= 2
+    # S3 keys never sit in the ConfigMap: an optional Secret feeds both containers
+    assert not {k for k in configmap_env("sessionq") if "SECRET" in k or "KEY_ID" in k}
+    for spec in (init, indexer.spec):
+        refs = [s["secretRef"] for s in spec["envFrom"] if "secretRef" in s]
+        assert refs == [{"name": "sessionq-s3", "optional": True}], spec["name"]

@@ -219,7 +219,9 @@ def test_asyncapi_document_shape(asyncapi: Schema) -> None:
     }
     assert REPLIES_TOPIC in asyncapi["channels"]["replies"]["description"]
     events_config = asyncapi["channels"]["events"]["bindings"]["kafka"]["topicConfiguration"]
-    assert events_config["retention.ms"] == -1 and events_config["retention.bytes"] == -1
+    # finite (issue 11: erased data leaves Kafka), unbounded in bytes
+    assert events_config["retention.ms"] == 30 * 24 * 3600 * 1000
+    assert events_config["retention.bytes"] == -1
 
 
 def test_every_asyncapi_reference_resolves(asyncapi: Schema) -> None:

@@ -20,16 +20,14 @@ def test_restart_without_port_reuses_the_port(tmp_path: Path) -> None:
         first = start_local_broker(data)
     except BrokerStartError as exc:
         pytest.skip(f"no local Kafka broker: {exc}")
-    try:
-        port = int(first.bootstrap.rsplit(":", 1)[1])
-        assert (data / "port").read_text().strip() == str(port)
-    finally:
-        first.stop()
-    second = start_local_broker(data)
+    first.stop()
+    second = start_local_broker(data)  # the behaviour first: the same address again
     try:
         assert second.bootstrap == first.bootstrap
     finally:
         second.stop()
+    port = int(first.bootstrap.rsplit(":", 1)[1])
+    assert (data / "port").read_text().strip() == str(port)  # where it is remembered
 
     # The remembered port taken by something else: a clear failure, not a new port.
     with socket.socket() as squatter:

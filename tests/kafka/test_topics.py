@@ -60,13 +60,14 @@ async def test_topics_are_created_with_their_partitions_and_configs_once(
             topics.replies: 3,
             topics.dlq: 1,
         }
+        day = 24 * 3600 * 1000
         events = await topic_configs(kafka_bootstrap, topics.events)
-        assert events["retention.ms"] == "-1"
+        assert events["retention.ms"] == str(30 * day)  # finite: erased data leaves Kafka
+        assert events["segment.ms"] == str(day)  # segments roll daily, so it leaves on time
         assert events["retention.bytes"] == "-1"
         assert events["max.message.bytes"] == "8388608"
         requests = await topic_configs(kafka_bootstrap, topics.requests)
         assert requests["max.message.bytes"] == str(MAX_REQUEST_BYTES)  # issue 10: 1 MiB
-        day = 24 * 3600 * 1000
         for name in (topics.requests, topics.replies):
             assert (await topic_configs(kafka_bootstrap, name))["retention.ms"] == str(day)
         assert (await topic_configs(kafka_bootstrap, topics.dlq))["retention.ms"] == str(30 * day)

@@ -71,8 +71,11 @@ def a_caller(demo: DemoSummary) -> str:
 
 def guarded_requests(demo: DemoSummary) -> list[tuple[str, str, Any]]:
     caller = a_caller(demo)
-    body = {"tool": "session_search", "arguments": {"query": "幂等性"},
-            "caller": {"session_id": caller}}
+    body = {
+        "tool": "session_search",
+        "arguments": {"query": "幂等性"},
+        "caller": {"session_id": caller},
+    }
     return [
         ("POST", "/v1/call", body),
         ("GET", "/v1/manifest", None),
@@ -125,9 +128,7 @@ async def test_the_console_page_takes_the_token_in_its_url_only(guarded: Server)
     assert TOKEN_ASCII not in page
     assert_unauthenticated(*await send(guarded, "GET", "/?token=wrong", None, {}))
     # Only the static page: the API itself never reads a token from the URL.
-    assert_unauthenticated(
-        *await send(guarded, "GET", f"/v1/status?token={TOKEN_ASCII}", None, {})
-    )
+    assert_unauthenticated(*await send(guarded, "GET", f"/v1/status?token={TOKEN_ASCII}", None, {}))
 
 
 async def test_the_token_is_in_no_response_and_no_log(
@@ -168,9 +169,7 @@ async def test_without_a_token_the_loopback_api_stays_open(open_server: Server) 
 
 # ---- /v1/sessions: a caller and its workspace only --------------------------------------------
 async def sessions_of(server: Server, query: str) -> tuple[int, Any]:
-    async with server.http.get(
-        f"{server.base}/v1/sessions{query}", headers=server.auth()
-    ) as resp:
+    async with server.http.get(f"{server.base}/v1/sessions{query}", headers=server.auth()) as resp:
         return resp.status, await resp.json()
 
 
@@ -241,6 +240,19 @@ async def test_a_too_large_body_is_413_json(guarded: Server) -> None:
         assert resp.status == 401
 
 
+async def test_a_body_over_any_earlier_bound_is_413_json_too(guarded: Server) -> None:
+    """Issue 10 item 9: past the body bound the answer was a plain-text 413 (at 4 MiB
+    then); every size past the bound gets the JSON error shape."""
+    body = b'{"tool": "session_search", "pad": "' + b"x" * (4 * 1024 * 1024 + 1) + b'"}'
+    async with guarded.http.post(
+        f"{guarded.base}/v1/call",
+        data=body,
+        headers={**guarded.auth(), "content-type": "application/json"},
+    ) as resp:
+        assert resp.status == 413 and resp.content_type == "application/json"
+        assert (await resp.json())["error"]["code"] == "PAYLOAD_TOO_LARGE"
+
+
 # ---- start-up rules -----------------------------------------------------------------------------
 def test_loopback_addresses() -> None:
     for host in ("127.0.0.1", "127.3.4.5", "::1", "localhost", "LOCALHOST"):
@@ -270,9 +282,23 @@ def run_serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     sessions = tmp_path / "logs"
     sessions.mkdir(exist_ok=True)
     return subprocess.run(
-        [sys.executable, "-m", "worker", "serve", "--sessions", str(sessions),
-         "--data", str(tmp_path / "data"), *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "worker",
+            "serve",
+            "--sessions",
+            str(sessions),
+            "--data",
+            str(tmp_path / "data"),
+            *args,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -307,9 +333,24 @@ def test_the_token_file_comes_from_the_environment_too(tmp_path: Path) -> None:
     env["SESSIONQ_TOKEN_FILE"] = str(empty)
     (tmp_path / "logs").mkdir()
     result = subprocess.run(
-        [sys.executable, "-m", "worker", "serve", "--sessions", str(tmp_path / "logs"),
-         "--data", str(tmp_path / "data"), "--listen", "0.0.0.0:0"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "worker",
+            "serve",
+            "--sessions",
+            str(tmp_path / "logs"),
+            "--data",
+            str(tmp_path / "data"),
+            "--listen",
+            "0.0.0.0:0",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 2
     assert "is empty" in result.stderr

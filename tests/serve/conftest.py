@@ -69,11 +69,12 @@ def demo(tmp_path: Path) -> DemoSummary:
 
 @contextlib.asynccontextmanager
 async def running_embedded(
-    root: Path, data: Path, *, token: str | None = None
+    root: Path, data: Path, *, token: str | None = None, **options: Any
 ) -> AsyncIterator[tuple[Embedded, str, aiohttp.ClientSession]]:
     """A real ``serve`` over ``root`` on a loopback port, ingested and watching; yields
-    the app, its base URL and an HTTP session; stopped and closed on exit."""
-    embedded = Embedded([root], data, token=token)
+    the app, its base URL and an HTTP session; stopped and closed on exit. ``options``
+    go to ``Embedded`` (e.g. ``retain_days``)."""
+    embedded = Embedded([root], data, token=token, **options)
     runner, port = await start_server(embedded.app(), "127.0.0.1:0")
     watcher: asyncio.Task[None] | None = None
     try:

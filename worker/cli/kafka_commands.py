@@ -30,6 +30,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
             settings.partitions,
             replication_factor=settings.replication_factor,
             min_insync_replicas=settings.min_insync_replicas,
+            events_retention_days=settings.events_retention_days,
         )
     )
     for name, status in result.items():

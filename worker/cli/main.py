@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from indexer.errors import KafkaAccessError, UndeliverableError
+from worker.cli.delete_command import add_delete_command
 from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
 from worker.cli.keys_command import add_keys_command
 from worker.cli.options import EXIT_FAILED, nonneg_int, positive_int, setting
 from worker.cli.serve_command import cmd_serve
+from worker.cli.snapshot_command import add_indexer_snapshot_flags, add_snapshot_command
 from worker.cli.store_commands import (
     cmd_call,
     cmd_demo_corpus,
@@ -65,6 +67,12 @@ def _logs(p: argparse.ArgumentParser) -> None:
 def _ops(p: argparse.ArgumentParser) -> None:
     setting(p, "--metrics-listen", help="HOST:PORT for /metrics, /healthz, /readyz; empty disables")
     _logs(p)
+
+
+def _retention(p: argparse.ArgumentParser) -> None:
+    setting(
+        p, "--retain-days", type=positive_int, help="delete sessions whose newest event is older"
+    )
 
 
 def _tool_limits(p: argparse.ArgumentParser) -> None:
@@ -127,11 +135,19 @@ def _kafka_commands(sub: argparse._SubParsersAction[Any]) -> None:
         type=positive_int,
         help="topic min.insync.replicas (broker default if unset)",
     )
+    setting(
+        tp,
+        "--events-retention-days",
+        type=nonneg_int,
+        help="retention of the events topic in days (0: forever)",
+    )
     tp.set_defaults(handler=cmd_topics)
 
     p = sub.add_parser("indexer", help="consume the events topic into a data directory")
     _bootstrap(p)
     _data(p)
+    add_indexer_snapshot_flags(p)
+    _retention(p)
     _ops(p)
     p.set_defaults(handler=cmd_indexer)
 
@@ -186,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     _store_commands(sub)
     _kafka_commands(sub)
     add_keys_command(sub)
+    add_snapshot_command(sub)
+    add_delete_command(sub, _bootstrap)
 
     p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
     setting(p, "--sessions", nargs="+", type=Path, help="dsh session root(s) or log files")
@@ -193,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     setting(p, "--listen", help="HTTP HOST:PORT")
     setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")
     setting(p, "--token-file", type=Path, help="file holding the HTTP API's bearer token")
+    _retention(p)
     _tool_limits(p)
     _logs(p)
     p.set_defaults(handler=cmd_serve)

@@ -45,7 +45,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     setup_logging(settings)
 
     async def main() -> None:
-        embedded = Embedded(settings.sessions, settings.data, limits=settings.tools, token=token)
+        embedded = Embedded(
+            settings.sessions,
+            settings.data,
+            limits=settings.tools,
+            token=token,
+            retain_days=settings.retain_days,
+            retention_check_s=settings.retention_check_ms / 1000,
+        )
         runner, port = await start_server(embedded.app(), settings.listen)
         host = settings.listen.rpartition(":")[0].strip("[]")
         base = f"http://{host}:{port}"

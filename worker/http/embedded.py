@@ -54,6 +54,7 @@ from indexer.query.types import SessionRecord
 from indexer.stats import store_stats
 from indexer.store.data_dir import Store
 from indexer.store.failure import describe
+from indexer.store.purge import PurgeReport
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken
 from worker.contract.envelopes import (
@@ -63,6 +64,7 @@ from worker.contract.envelopes import (
     reply_for,
 )
 from worker.contract.errors import SESSION_NOT_FOUND, HarnessError
+from worker.http.admin import StoreAdmin
 from worker.http.auth import OPEN_PATHS, bearer, token_matches
 from worker.http.ops import ops_routes
 from worker.limits import ToolLimits
@@ -117,16 +119,29 @@ class Embedded:
         limits: ToolLimits | None = None,
         metrics: Metrics | None = None,
         token: str | None = None,
+        retain_days: int | None = None,
+        retention_check_s: float = 60.0,
     ) -> None:
         self.data = data
         self._token = token
         self.metrics = metrics if metrics is not None else Metrics("serve")
-        self.store = Store(data)
+        self.store = Store(data, on_purge=self._purged)
         self.watcher = LogWatcher(list(sessions))
         self.service = StoreQueryService(data)
         self.pipeline = Pipeline(self.service, limits, metrics=self.metrics)
         self.status = IngestStatus()
         self._lock = asyncio.Lock()
+        self.admin = StoreAdmin(
+            self.store,
+            self._lock,
+            self.metrics,
+            retain_days=retain_days,
+            retention_check_s=retention_check_s,
+        )
+
+    def _purged(self, report: PurgeReport) -> None:
+        self.metrics.purge_seconds.observe(report.seconds)
+        self.metrics.purge_pending.set(0 if report.complete else 1)
 
     # ---- ingestion ----------------------------------------------------------------------------
     def _apply(
@@ -293,6 +308,7 @@ class Embedded:
             await asyncio.sleep(interval_s)
             try:
                 await self.sync_once()
+                await self.admin.tick()
             except Exception:
                 log.exception("log scan failed; retrying")
 
@@ -311,6 +327,7 @@ class Embedded:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._guard])
         app.add_routes(ops_routes(self.metrics, self.ready, self._readiness_notes))
+        app.add_routes(self.admin.routes(token_required=self._token is not None))
         app.add_routes(
             [
                 web.post("/v1/call", self._call_view),

@@ -7,9 +7,9 @@ Thin over the concern modules: documents are built by ``schema``, queries by
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import tantivy
 
@@ -19,7 +19,7 @@ from indexer.store.tantivy.analyzer import ANALYZER, ANALYZER_NAME, analyze
 from indexer.store.tantivy.highlight import event_hit
 from indexer.store.tantivy.queries import Nothing, base_clauses, term
 from indexer.store.tantivy.ranking import rank_events, rank_sessions
-from indexer.store.tantivy.schema import IndexDoc, build_schema, document, raw_term
+from indexer.store.tantivy.schema import IndexDoc, build_schema, document, load_meta, raw_term
 
 _NO_IDS: Final[frozenset[str]] = frozenset()
 _OPEN_ATTEMPTS: Final = 5
@@ -54,6 +54,8 @@ class TantivyIndex:
     ) -> None:
         self.path = path
         self.writable = writable
+        self._heap_bytes = heap_bytes
+        self._threads = threads
         self._schema = build_schema()
         self._index: tantivy.Index | None = None
         self._writer: tantivy.IndexWriter | None = None
@@ -251,6 +253,54 @@ class TantivyIndex:
         """Discard every change staged since the last commit."""
         self._staged.clear()
         self._require_writer().rollback()
+
+    # ---- purge (indexer.store.purge) -------------------------------------------------------------
+    def settle(self) -> None:
+        """Let running merges finish, then collect the files no commit refers to any more.
+
+        Nothing may be staged. Waiting consumes Tantivy's writer (``wait_merging_threads``),
+        so a new one takes its place; afterwards this instance sees the final segments and
+        ``meta.json`` lists exactly them.
+        """
+        writer = self._require_writer()
+        if self._staged:
+            raise RuntimeError("settle() with staged operations")
+        index = self._index
+        assert index is not None
+        self._writer = None
+        writer.wait_merging_threads()
+
+        def reopen() -> None:
+            self._writer = index.writer(heap_size=self._heap_bytes, num_threads=self._threads)
+
+        self._retrying("reopen the writer of", reopen)
+        self._reload_index()
+        self._require_writer().garbage_collect_files()
+
+    def segment_sessions(self, ordinals: Collection[int]) -> tuple[list[int], set[str]]:
+        """Live documents per segment of the visible snapshot (in segment order, the order
+        of ``meta.json``), and the sessions with a live document in the segments at
+        ``ordinals``. Reads every document's ``sid`` column and one stored document per
+        session found."""
+        searcher = self._searcher()
+        if searcher is None:
+            return [], set()
+        counts = [0] * int(searcher.num_segments)
+        if searcher.num_docs == 0:
+            return counts, set()
+        hits = searcher.search(
+            tantivy.Query.all_query(), limit=int(searcher.num_docs), count=False
+        ).hits
+        wanted = set(ordinals)
+        one_per_sid: dict[int, Any] = {}
+        addrs = [addr for _, addr in hits]
+        for addr in addrs:
+            counts[addr.segment_ord] += 1
+        chosen = [addr for addr in addrs if addr.segment_ord in wanted]
+        for addr, sid in zip(chosen, searcher.fast_field_values("sid", chosen), strict=True):
+            one_per_sid.setdefault(int(sid or 0), addr)
+        sessions = {str(load_meta(searcher.doc(addr))[0]) for addr in one_per_sid.values()}
+        return counts, sessions
 
     # ---- counts ----------------------------------------------------------------------------------
     def num_docs(self) -> int:

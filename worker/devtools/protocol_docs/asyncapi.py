@@ -73,7 +73,8 @@ MESSAGES: Final[dict[str, tuple[str, str, str, str]]] = {
 CHANNELS: Final[dict[str, tuple[str | None, str, tuple[str, ...]]]] = {
     "events": (
         EVENTS_TOPIC,
-        "Session event streams: the source of truth, kept forever. Every record of one "
+        "Session event streams: the source of truth, kept --events-retention-days (30 by "
+        "default; new replicas start from a snapshot). Every record of one "
         "session carries the same key, so it lands in one partition, in order. Every "
         "sessionq host reads every partition (a full replica each).",
         ("headerRecord", "eventsRecord", "lifecycleRecord", "deleteRecord"),
@@ -190,6 +191,18 @@ def _rewrite_refs(node: Any) -> Any:
     return node
 
 
+# The topic settings the AsyncAPI Kafka binding's topicConfiguration can state.
+BINDING_CONFIG_KEYS = frozenset(
+    {
+        "cleanup.policy",
+        "retention.ms",
+        "retention.bytes",
+        "delete.retention.ms",
+        "max.message.bytes",
+    }
+)
+
+
 def _channel_bindings(topic: str | None) -> Schema:
     kafka = KafkaSettings(
         bootstrap="localhost:9092",
@@ -202,6 +215,8 @@ def _channel_bindings(topic: str | None) -> Schema:
     cfg = specs[topic if topic is not None else REPLIES_TOPIC]
     config: Schema = {}
     for key, value in cfg.items():
+        if key not in BINDING_CONFIG_KEYS:  # e.g. segment.ms: not in the binding's schema
+            continue
         config[key] = value.split(",") if key == "cleanup.policy" else int(value)
     return {"kafka": {"topicConfiguration": config, "bindingVersion": KAFKA_BINDING_VERSION}}
 

@@ -1,0 +1,262 @@
+"""Where snapshots live: a local directory or an S3-compatible bucket (``s3://bucket/p``).
+
+Both hold one folder (key prefix) per snapshot, ``<location>/<name>/...``, with the
+snapshot's ``manifest.json`` written last. S3 goes through ``obstore`` (object_store's
+Rust client: multipart uploads, retries, the standard AWS credential chain); its errors
+come back as ``SnapshotError`` with one line naming the location, never a credential.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
+from urllib.parse import urlsplit
+
+from indexer.settings import S3Settings
+from indexer.snapshot.errors import SnapshotError
+
+if TYPE_CHECKING:
+    from obstore.store import ClientConfig, S3Config, S3Store
+
+S3_SCHEME: Final = "s3"
+_GET_CHUNK: Final = 8 << 20
+_DELETE_BATCH: Final = 1000
+
+
+class FileMissingError(SnapshotError):
+    """The location has no object at that path."""
+
+
+class UnsupportedLocationError(SnapshotError):
+    """Neither a directory nor ``s3://bucket/prefix`` (a usage error)."""
+
+
+class SnapshotStore(Protocol):
+    """A location holding snapshots. Paths are relative to it and ``/``-separated."""
+
+    where: str  # for messages: the location as given, without credentials
+
+    def children(self) -> list[str]:
+        """Names of the folders directly below the location."""
+
+    def exists(self, path: str) -> bool: ...
+
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def download(self, path: str, sink: BinaryIO | Any) -> None:
+        """Stream the file into ``sink`` (anything with ``write``)."""
+
+    def upload_file(self, path: str, local: Path) -> None: ...
+
+    def upload_bytes(self, path: str, data: bytes) -> None:
+        """Written whole or not at all (a reader never sees half a manifest)."""
+
+    def delete_file(self, path: str) -> None:
+        """Remove one file; a missing one is not an error."""
+
+    def delete_folder(self, path: str) -> None: ...
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+class DirectoryStore:
+    """Snapshots in a local (or mounted) directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.where = str(root)
+
+    def children(self) -> list[str]:
+        try:
+            return sorted(p.name for p in self.root.iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise SnapshotError(f"cannot list {self.where}: {_one_line(exc)}") from exc
+
+    def exists(self, path: str) -> bool:
+        return (self.root / path).is_file()
+
+    def read_bytes(self, path: str) -> bytes:
+        try:
+            return (self.root / path).read_bytes()
+        except FileNotFoundError as exc:
+            raise FileMissingError(f"{self.where}: {path} is missing") from exc
+        except OSError as exc:
+            raise SnapshotError(f"cannot read {self.root / path}: {_one_line(exc)}") from exc
+
+    def download(self, path: str, sink: BinaryIO | Any) -> None:
+        try:
+            with open(self.root / path, "rb") as f:
+                while chunk := f.read(_GET_CHUNK):
+                    sink.write(chunk)
+        except FileNotFoundError as exc:
+            raise FileMissingError(f"{self.where}: {path} is missing") from exc
+
+    def upload_file(self, path: str, local: Path) -> None:
+        """A hard link when the snapshot is on the same file system (the files of a
+        snapshot never change), else a copy."""
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(local, target)
+        except OSError:
+            shutil.copyfile(local, target)
+
+    def upload_bytes(self, path: str, data: bytes) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+
+    def delete_file(self, path: str) -> None:
+        (self.root / path).unlink(missing_ok=True)
+
+    def delete_folder(self, path: str) -> None:
+        shutil.rmtree(self.root / path, ignore_errors=True)
+
+
+class ObjectStore:
+    """Snapshots under a key prefix of an S3-compatible bucket."""
+
+    def __init__(self, url: str, settings: S3Settings) -> None:
+        from obstore.store import S3Store
+
+        parts = urlsplit(url)
+        bucket, prefix = parts.netloc, parts.path.strip("/")
+        if not bucket:
+            raise UnsupportedLocationError(f"{url}: no bucket (expected s3://bucket/prefix)")
+        self.where = f"s3://{bucket}/{prefix}".rstrip("/")
+        config: S3Config = {}
+        if settings.s3_endpoint:
+            config["endpoint"] = settings.s3_endpoint
+        if settings.s3_region:
+            config["region"] = settings.s3_region
+        if settings.s3_access_key_id:
+            config["access_key_id"] = settings.s3_access_key_id
+        if settings.s3_secret_access_key is not None:
+            config["secret_access_key"] = settings.s3_secret_access_key.get_secret_value()
+        if settings.s3_session_token is not None:
+            config["session_token"] = settings.s3_session_token.get_secret_value()
+        endpoint = settings.s3_endpoint or os.environ.get("AWS_ENDPOINT_URL", "")
+        client: ClientConfig = {"allow_http": endpoint.startswith("http://")}
+        try:
+            self._store: S3Store = S3Store(
+                bucket, prefix=prefix or None, config=config, client_options=client
+            )
+        except Exception as exc:  # obstore raises its own (configuration) errors
+            raise SnapshotError(f"{self.where}: {_one_line(exc)}") from exc
+
+    def _fail(self, action: str, path: str, exc: BaseException) -> SnapshotError:
+        """``FileMissingError`` when a read or delete finds nothing (a write that gets "not
+        found" means the bucket is missing: a plain failure)."""
+        from obstore.exceptions import NotFoundError
+
+        if action in ("read", "delete") and isinstance(exc, NotFoundError | FileNotFoundError):
+            return FileMissingError(f"{self.where}: {path or '.'} is missing")
+        return SnapshotError(f"cannot {action} {self.where}/{path}: {_one_line(exc)}")
+
+    def children(self) -> list[str]:
+        import obstore
+
+        try:
+            result = obstore.list_with_delimiter(self._store, None)
+        except Exception as exc:  # a missing bucket too: nothing to list is not "missing"
+            raise SnapshotError(f"cannot list {self.where}: {_one_line(exc)}") from exc
+        return sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in result["common_prefixes"])
+
+    def exists(self, path: str) -> bool:
+        import obstore
+
+        try:
+            obstore.head(self._store, path)
+        except Exception as exc:
+            error = self._fail("read", path, exc)
+            if isinstance(error, FileMissingError):
+                return False
+            raise error from exc
+        return True
+
+    def read_bytes(self, path: str) -> bytes:
+        import obstore
+
+        try:
+            return bytes(obstore.get(self._store, path).bytes())
+        except Exception as exc:
+            raise self._fail("read", path, exc) from exc
+
+    def download(self, path: str, sink: BinaryIO | Any) -> None:
+        import obstore
+
+        try:
+            for chunk in obstore.get(self._store, path).stream(min_chunk_size=_GET_CHUNK):
+                sink.write(memoryview(chunk))
+        except SnapshotError:
+            raise
+        except Exception as exc:
+            raise self._fail("read", path, exc) from exc
+
+    def upload_file(self, path: str, local: Path) -> None:
+        import obstore
+
+        try:
+            obstore.put(self._store, path, local)
+        except Exception as exc:
+            raise self._fail("write", path, exc) from exc
+
+    def upload_bytes(self, path: str, data: bytes) -> None:
+        import obstore
+
+        try:
+            obstore.put(self._store, path, data, use_multipart=False)
+        except Exception as exc:
+            raise self._fail("write", path, exc) from exc
+
+    def delete_file(self, path: str) -> None:
+        import obstore
+
+        try:
+            obstore.delete(self._store, path)
+        except Exception as exc:
+            error = self._fail("delete", path, exc)
+            if not isinstance(error, FileMissingError):
+                raise error from exc
+
+    def _keys(self, folder: str) -> Iterator[str]:
+        import obstore
+
+        for batch in obstore.list(self._store, folder.rstrip("/") + "/"):
+            for meta in batch:
+                yield meta["path"]
+
+    def delete_folder(self, path: str) -> None:
+        import obstore
+
+        try:
+            keys = list(self._keys(path))
+            for start in range(0, len(keys), _DELETE_BATCH):
+                obstore.delete(self._store, keys[start : start + _DELETE_BATCH])
+        except Exception as exc:
+            raise self._fail("delete", path, exc) from exc
+
+
+def open_location(location: str, s3: S3Settings) -> SnapshotStore:
+    """A directory path, or ``s3://bucket/prefix``; any other URL scheme is refused."""
+    parts = urlsplit(location)
+    if parts.scheme == S3_SCHEME:
+        return ObjectStore(location, s3)
+    if parts.scheme and len(parts.scheme) > 1:  # "C:" style drive letters are paths
+        raise UnsupportedLocationError(
+            f"unsupported snapshot location {location!r} (a directory or s3://bucket/prefix)"
+        )
+    return DirectoryStore(Path(location))
