@@ -33,6 +33,9 @@ from typing import Any, Final
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# A child measuring another checkout's code (``--baseline-src``) imports its ``indexer``.
+if os.environ.get("SESSIONQ_BENCH_CODE"):
+    sys.path.insert(0, os.environ["SESSIONQ_BENCH_CODE"])
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 OUT: Final = ROOT / "bench" / "out"
@@ -129,17 +132,22 @@ def _wait_for_quiet() -> float:
     return round(time.perf_counter() - started, 1)
 
 
-def _run_child(mode: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Run ``bench_store.py _child <mode>`` and return the JSON it prints last.
+def _run_child(mode: str, args: dict[str, Any], code: Path | None = None) -> dict[str, Any]:
+    """Run ``bench_store.py _child <mode>`` and return the JSON it prints last; with
+    ``code``, the child imports ``indexer`` from that checkout (``--baseline-src``).
 
     Adds what else the machine was doing meanwhile: ``other_cores`` = busy CPU time of the
     whole machine minus the child's own CPU time, per wall second (0 on a quiet machine).
     """
     cmd = [sys.executable, "-m", "bench.bench_store", "_child", mode, json.dumps(args)]
+    env = dict(os.environ)
+    env.pop("SESSIONQ_BENCH_CODE", None)
+    if code is not None:
+        env["SESSIONQ_BENCH_CODE"] = str(code)
     waited = _wait_for_quiet()
     load0, busy0, wall0 = _loadavg(), _cpu_busy_seconds(), time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter() - wall0
     busy = _cpu_busy_seconds() - busy0
@@ -182,6 +190,7 @@ def _code_fingerprint() -> dict[str, Any]:
 
 # ---- children -----------------------------------------------------------------------------------
 def child_ingest_sessionq(args: dict[str, Any]) -> dict[str, Any]:
+    import indexer
     from indexer.ingest import ingest_files
     from indexer.store.data_dir import Store
 
@@ -207,6 +216,7 @@ def child_ingest_sessionq(args: dict[str, Any]) -> dict[str, Any]:
         "cpu_seconds": cpu,
         "close_seconds": closed - committed,
         "peak_rss_kb": _peak_rss_kb(),
+        "indexer": str(Path(indexer.__file__).parent),
     }
 
 
@@ -392,12 +402,107 @@ def child_search(args: dict[str, Any]) -> dict[str, Any]:
     return {"engine": engine, "queries": out, "peak_rss_kb": _peak_rss_kb()}
 
 
+def child_reads(args: dict[str, Any]) -> dict[str, Any]:
+    """Exact reads through ``StoreQueryService`` (the same calls in every schema
+    version): for targets in the middle of the longest sessions, a ±50 window
+    (``session_event_read``'s widest), the target alone, and its event trace."""
+    import random
+    import sqlite3
+
+    import indexer
+    from indexer.query.service import StoreQueryService
+
+    data = Path(args["data"])
+    conn = sqlite3.connect(f"file:{data / 'store.sqlite3'}?mode=ro", uri=True)
+    rows = conn.execute(
+        "SELECT id, next_seq FROM sessions WHERE next_seq > 0 ORDER BY next_seq DESC, id"
+    ).fetchall()
+    conn.close()
+    rng = random.Random(int(args.get("seed", 1)))
+    longest = rows[: max(1, len(rows) // 10)]
+    targets = [
+        (sid, rng.randrange(n)) for sid, n in (rng.choice(longest) for _ in range(args["n"]))
+    ]
+    svc = StoreQueryService(data)
+    calls: dict[str, Callable[[str, int], object]] = {
+        "window ±50": lambda sid, seq: svc.read_event(sid, seq, before=50, after=50),
+        "target only": lambda sid, seq: svc.read_event(sid, seq),
+        "event trace": lambda sid, seq: svc.trace_event(sid, seq),
+    }
+    out: dict[str, list[float]] = {}
+    for name, call in calls.items():
+        for sid, seq in targets[:20]:  # warm-up
+            call(sid, seq)
+        samples: list[float] = []
+        for sid, seq in targets:
+            t0 = time.perf_counter()
+            call(sid, seq)
+            samples.append((time.perf_counter() - t0) * 1000.0)
+        out[name] = samples
+    svc.close()
+    return {
+        "samples_ms": out,
+        "targets": len(targets),
+        "indexer": str(Path(indexer.__file__).parent),
+        "peak_rss_kb": _peak_rss_kb(),
+    }
+
+
 CHILDREN: Final[dict[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "ingest-sessionq": child_ingest_sessionq,
     "ingest-fts5": child_ingest_fts5,
     "tantivy-bare": child_tantivy_bare,
     "search": child_search,
+    "reads": child_reads,
 }
+
+
+# ---- where the bytes are ----------------------------------------------------------------------
+def sqlite_breakdown(db: Path) -> dict[str, int]:
+    """Bytes per table and index (SQLite's ``dbstat``; page counts when it is missing),
+    plus the free pages and the WAL."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        try:
+            out = {
+                str(name): int(size)
+                for name, size in conn.execute(
+                    "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC"
+                )
+            }
+        except sqlite3.OperationalError:
+            out = {"(dbstat unavailable: whole file)": db.stat().st_size}
+        page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        out["(free pages)"] = page * int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+    finally:
+        conn.close()
+    wal = Path(f"{db}-wal")
+    if wal.exists():
+        out["(wal)"] = wal.stat().st_size
+    return out
+
+
+def tantivy_breakdown(index: Path) -> dict[str, int]:
+    """Bytes per Tantivy file kind: .store (stored fields), .idx (postings), .pos
+    (positions), .term (term dictionaries), .fast, .fieldnorm, other."""
+    out: dict[str, int] = {}
+    for f in index.iterdir() if index.exists() else []:
+        if f.is_file():
+            kind = f.suffix or f.name
+            out[kind] = out.get(kind, 0) + f.stat().st_size
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _data_dir_sizes(data: Path) -> dict[str, Any]:
+    return {
+        "tantivy_bytes": _dir_bytes(data / "tantivy"),
+        "sqlite_bytes": sum(_dir_bytes(p) for p in data.iterdir() if p.is_file()),
+        "size_bytes": _dir_bytes(data),
+        "sqlite_tables": sqlite_breakdown(data / "store.sqlite3"),
+        "tantivy_files": tantivy_breakdown(data / "tantivy"),
+    }
 
 
 # ---- query set ----------------------------------------------------------------------------------
@@ -540,16 +645,19 @@ def report(results: dict[str, Any]) -> list[str]:
     )
     lines.append(f"scale: {results['scale']}; phases run: {', '.join(results['phases_run'])}")
     for kind, c in results["corpora"].items():
-        lines.append(
-            f"corpus ({kind}): {c['files']:,} files, {c['events']:,} events, "
-            f"{c['documents']:,} documents, {_mb(c['bytes'])} of JSONL"
-        )
+        if "events" in c:
+            lines.append(
+                f"corpus ({kind}): {c['files']:,} files, {c['events']:,} events, "
+                f"{c['documents']:,} documents, {_mb(c['bytes'])} of JSONL"
+            )
+        else:
+            lines.append(f"corpus ({kind}): {c['files']:,} files, {_mb(c['bytes'])} of JSONL")
     lines.append("")
     lines.append(
         f"  {'ingest':<22} {'events':>11} {'documents':>10} {'wall':>9} {'cpu':>7} "
         f"{'events/s':>10} {'docs/s':>10} {'on disk':>12} {'peak RSS':>11} {'other':>6}"
     )
-    for kind in ("mix", "search"):
+    for kind in ("mix", "search", "real"):
         ing = results["ingest"].get(kind)
         if not ing:
             continue
@@ -557,6 +665,9 @@ def report(results: dict[str, Any]) -> list[str]:
             lines.append(f"  ({kind}: figures reused from the run of {ing['reused_from']})")
         sq, fts = ing["sessionq"], ing["fts5"]
         lines.append(_ingest_row(f"({kind}) sessionq", sq))
+        old = ing.get("sessionq_before")
+        if old:
+            lines.append(_ingest_row(f"({kind}) sessionq before", old))
         lines.append(_ingest_row(f"({kind}) FTS5 baseline", fts))
         ratio = (sq["events"] / sq["seconds"]) / (fts["events"] / fts["seconds"])
         lines.append(
@@ -565,6 +676,23 @@ def report(results: dict[str, Any]) -> list[str]:
             f"{sq['peak_rss_kb'] / max(1, fts['peak_rss_kb']):.2f}; sessionq size = tantivy "
             f"{_mb(sq['tantivy_bytes'])} + sqlite {_mb(sq['sqlite_bytes'])}"
         )
+        jsonl = results["corpora"].get(kind, {}).get("bytes")
+        if jsonl:
+            parts = [f"sessionq x{sq['size_bytes'] / jsonl:.2f}"]
+            if old:
+                parts.append(f"before x{old['size_bytes'] / jsonl:.2f}")
+            parts.append(f"FTS5 x{fts['size_bytes'] / jsonl:.2f}")
+            lines.append(f"  {'':<22} data dir / raw JSONL ({_mb(jsonl)}): " + ", ".join(parts))
+        for label, r in (("sessionq", sq), ("before", old)):
+            if r and "sqlite_tables" in r:
+                top = ", ".join(
+                    f"{name} {_mb(size)}"
+                    for name, size in list(r["sqlite_tables"].items())[:6]
+                    if size
+                )
+                files = ", ".join(f"{k} {_mb(v)}" for k, v in r["tantivy_files"].items() if v)
+                lines.append(f"  {'':<22} {label} sqlite: {top}")
+                lines.append(f"  {'':<22} {label} tantivy: {files}")
     bare = results.get("tantivy_bare")
     if bare:
         bare_dps = bare["documents"] / bare["seconds"]
@@ -615,11 +743,31 @@ def report(results: dict[str, Any]) -> list[str]:
             )
             + ")"
         )
+        if "before" in search:
+            b = search["before"]
+            lines.append(
+                f"  {'ALL, sessionq before (baseline code)':<46} {'':>9} {'':>11} "
+                f"{b['p50']:>8.2f} {b['p99']:>8.2f}"
+            )
         lines.append(
             f"  {'ALL (each query weighs the same)':<46} {'':>9} {'':>11} "
             f"{o['sessionq_p50']:>8.2f} {o['sessionq_p99']:>8.2f} {o['fts5_p50']:>9.2f} "
             f"{o['fts5_p99']:>9.2f} {o['fts5_p99'] / o['sessionq_p99']:>7.1f}"
         )
+    reads = results.get("reads")
+    if reads:
+        lines.append("")
+        lines.append(
+            f"  {'exact reads on (a), StoreQueryService':<40} {'p50 ms':>8} {'p99 ms':>8} {'n':>6}"
+        )
+        for label in ("before", "after"):
+            got = reads.get(label)
+            if not got:
+                continue
+            for name, v in got["summary"].items():
+                lines.append(
+                    f"  {label + ': ' + name:<40} {v['p50']:>8.3f} {v['p99']:>8.3f} {v['n']:>6}"
+                )
     lines.append("")
     lines.append("targets:")
     for t in results["targets"]:
@@ -646,6 +794,25 @@ def _targets(results: dict[str, Any]) -> list[dict[str, str]]:
                 "target": "(a) sessionq ingest not slower than FTS5 ingest",
                 "value": f"{eps:,.0f} vs {feps:,.0f} events/s (x{eps / feps:.2f})",
                 "status": _mark(eps >= feps),
+            }
+        )
+    if mix and results["corpora"].get("mix", {}).get("bytes"):
+        size = mix["sessionq"]["size_bytes"] / results["corpora"]["mix"]["bytes"]
+        out.append(
+            {
+                "target": "(a) data dir <= 0.5x the raw JSONL",
+                "value": f"x{size:.2f}",
+                "status": _mark(size <= 0.5),
+            }
+        )
+    after = results.get("reads", {}).get("after")
+    if after:
+        worst = max(v["p99"] for v in after["summary"].values())
+        out.append(
+            {
+                "target": "(a) exact reads p99 <= 3 ms (query service, ±50 window worst)",
+                "value": f"{worst:.2f} ms",
+                "status": _mark(worst <= 3.0),
             }
         )
     search_ing = results["ingest"].get("search")
@@ -709,7 +876,25 @@ def _generate(kind: str, corpus: Path, size: int, seed: int) -> None:
     subprocess.run(cmd, cwd=ROOT, check=True)
 
 
-PHASES: Final = ("ingest-mix", "ingest-search", "bare", "search")
+PHASES: Final = ("ingest-mix", "ingest-search", "bare", "search", "ingest-real", "reads")
+REAL_CORPUS: Final = ROOT / "tests" / "data" / "dsh"
+
+
+def _reads_phase(args: argparse.Namespace, data_root: Path) -> dict[str, Any]:
+    """Exact reads on the (a) data dir, and on the one the baseline code wrote."""
+    out: dict[str, Any] = {}
+    runs = [("after", data_root / "mix-sessionq", None)]
+    if args.baseline_src is not None:
+        runs.append(("before", data_root / "mix-sessionq-before", args.baseline_src))
+    for label, data, code in runs:
+        print(f"exact reads ({label}) ...", flush=True)
+        got = _run_child("reads", {"data": str(data), "n": args.read_targets}, code)
+        got["summary"] = {
+            name: {"p50": _percentile(v, 50), "p99": _percentile(v, 99), "n": len(v)}
+            for name, v in got["samples_ms"].items()
+        }
+        out[label] = got
+    return out
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -742,8 +927,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "search": max(10, int(SEARCH_SESSIONS * args.scale)),
     }
     manifests: dict[str, dict[str, Any]] = {}
+    needs = {"mix": {"ingest-mix", "reads"}, "search": {"ingest-search", "bare", "search"}}
     for kind in ("mix", "search"):
         corpus = out / f"corpus-{kind}"
+        if not needs[kind] & phases and not (corpus / "manifest.json").exists():
+            continue
         if not args.skip_gen or not (corpus / "manifest.json").exists():
             t0 = time.perf_counter()
             _generate(kind, corpus, sizes[kind], args.seed)
@@ -761,8 +949,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "generation_seconds": manifest["generation_seconds"],
             "params": manifest["params"],
         }
+    if "ingest-real" in phases:
+        files = _corpus_files(REAL_CORPUS)
+        results["corpora"]["real"] = {
+            "dir": str(REAL_CORPUS),
+            "files": len(files),
+            "bytes": _files_bytes(files),
+        }
+    baseline: Path | None = args.baseline_src
 
-    for kind in ("mix", "search"):
+    for kind in ("mix", "search", "real"):
         if f"ingest-{kind}" not in phases:
             if kind in previous.get("ingest", {}):
                 results["ingest"][kind] = {
@@ -771,20 +967,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "reused_code": previous.get("code"),
                 }
             continue
-        corpus = out / f"corpus-{kind}"
+        corpus = REAL_CORPUS if kind == "real" else out / f"corpus-{kind}"
         data = data_root / f"{kind}-sessionq"
         print(f"ingest ({kind}) sessionq ...", flush=True)
         sq = _run_child("ingest-sessionq", {"corpus": str(corpus), "data": str(data)})
-        sq["tantivy_bytes"] = _dir_bytes(data / "tantivy")
-        sq["sqlite_bytes"] = sum(_dir_bytes(p) for p in data.iterdir() if p.is_file())
-        sq["size_bytes"] = _dir_bytes(data)
+        sq.update(_data_dir_sizes(data))
         print(f"  {sq['events'] / sq['seconds']:,.0f} events/s", flush=True)
+        entry: dict[str, Any] = {"sessionq": sq}
+        if baseline is not None:
+            before_dir = data_root / f"{kind}-sessionq-before"
+            print(f"ingest ({kind}) sessionq before ({baseline}) ...", flush=True)
+            old = _run_child(
+                "ingest-sessionq", {"corpus": str(corpus), "data": str(before_dir)}, baseline
+            )
+            old.update(_data_dir_sizes(before_dir))
+            print(f"  {old['events'] / old['seconds']:,.0f} events/s", flush=True)
+            entry["sessionq_before"] = old
         db = data_root / f"{kind}-fts5.sqlite3"
         print(f"ingest ({kind}) FTS5 ...", flush=True)
         fts = _run_child("ingest-fts5", {"corpus": str(corpus), "db": str(db)})
         fts["size_bytes"] = _files_bytes([Path(f"{db}{s}") for s in ("", "-wal", "-shm")])
         print(f"  {fts['events'] / fts['seconds']:,.0f} events/s", flush=True)
-        results["ingest"][kind] = {"sessionq": sq, "fts5": fts}
+        entry["fts5"] = fts
+        results["ingest"][kind] = entry
+
+    if "reads" in phases:
+        results["reads"] = _reads_phase(args, data_root)
+    elif "reads" in previous:
+        results["reads"] = {**previous["reads"], "reused_from": previous["started"]}
 
     if "bare" in phases:
         print("tantivy bare indexing (search) ...", flush=True)
@@ -833,6 +1043,14 @@ def _search_phase(
     fts_search = _run_child(
         "search", {**common, "engine": "fts5", "db": str(data_root / "search-fts5.sqlite3")}
     )
+    before: dict[str, Any] | None = None
+    if args.baseline_src is not None:
+        print("search latency, sessionq before ...", flush=True)
+        before = _run_child(
+            "search",
+            {**common, "engine": "sessionq", "data": str(data_root / "search-sessionq-before")},
+            args.baseline_src,
+        )
     per_query: list[dict[str, Any]] = []
     for q, a, b in zip(queries, sq_search["queries"], fts_search["queries"], strict=True):
         per_query.append(
@@ -853,7 +1071,16 @@ def _search_phase(
         )
     sq_groups = [q["sessionq_samples_ms"] for q in per_query]
     fts_groups = [q["fts5_samples_ms"] for q in per_query]
+    extra: dict[str, Any] = {}
+    if before is not None:
+        groups = [q["samples_ms"] for q in before["queries"]]
+        extra["before"] = {
+            "p50": _weighted_percentile(groups, 50),
+            "p99": _weighted_percentile(groups, 99),
+            "machine_load": before["machine_load"],
+        }
     return {
+        **extra,
         "queries": per_query,
         "overall": {
             "sessionq_p50": _weighted_percentile(sq_groups, 50),
@@ -897,6 +1124,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="seconds per query after which repetitions stop (at least 5 are kept)",
     )
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--baseline-src",
+        type=Path,
+        default=None,
+        help="a checkout of older code (e.g. `git worktree add /tmp/base main`): (a) and the "
+        "real corpus are also ingested with its indexer, and the exact reads measured on "
+        "both data dirs",
+    )
+    ap.add_argument("--read-targets", type=int, default=1000, help="exact-read targets")
     ap.add_argument(
         "--quiet-wait",
         type=float,

@@ -191,15 +191,15 @@ class Picker:
     def event_trace_target(self) -> tuple[str, int]:
         """An event that was replaced (non-empty chain) and has derived events, if any."""
         row = self.conn.execute(
-            "SELECT e.session_id, e.seq FROM events e JOIN sessions s ON s.id = e.session_id "
-            "WHERE e.replaced_by IS NOT NULL AND s.cwd IS NOT NULL "
-            "AND EXISTS (SELECT 1 FROM sources r WHERE r.session_id = e.session_id "
-            "AND r.source_seq = e.seq) LIMIT 1"
+            "SELECT s.id, e.seq FROM replaced e JOIN sessions s ON s.key = e.session_key "
+            "WHERE s.cwd IS NOT NULL AND EXISTS (SELECT 1 FROM source_runs r "
+            "WHERE r.session_key = e.session_key AND r.first <= e.seq AND r.last >= e.seq) "
+            "LIMIT 1"
         ).fetchone()
         if row is None:
             row = self.conn.execute(
-                "SELECT r.session_id, r.source_seq FROM sources r JOIN sessions s "
-                "ON s.id = r.session_id WHERE s.cwd IS NOT NULL LIMIT 1"
+                "SELECT s.id, r.first FROM source_runs r JOIN sessions s "
+                "ON s.key = r.session_key WHERE s.cwd IS NOT NULL LIMIT 1"
             ).fetchone()
         return str(row[0]), int(row[1])
 
@@ -224,22 +224,29 @@ class UpstreamReads:
     """What the upstream query service does for exact reads, over plain SQLite tables."""
 
     def __init__(self, store_db: Path, fts_db: Path) -> None:
+        from indexer.store.blocks import Codec
+
         self.logs = sqlite3.connect(f"file:{store_db}?mode=ro", uri=True)
         self.meta = sqlite3.connect(f"file:{fts_db}?mode=ro", uri=True)
+        self._codec = Codec()
 
     def list_sessions(self) -> list[tuple[Any, ...]]:
         return self.meta.execute("SELECT id, cwd, parent, created_at FROM sessions").fetchall()
 
     def load(self, sid: str) -> list[Any]:
+        """The whole log, as upstream reads it for every call (here: every block of the
+        session decompressed)."""
         import orjson
 
         from indexer.model import SessionEvent
+        from indexer.store.event_blocks import EventBlocks
 
+        key, next_seq = self.logs.execute(
+            "SELECT key, next_seq FROM sessions WHERE id = ?", (sid,)
+        ).fetchone()
         return [
-            SessionEvent.from_obj(orjson.loads(raw), raw)
-            for (raw,) in self.logs.execute(
-                "SELECT raw FROM events WHERE session_id = ? ORDER BY seq", (sid,)
-            )
+            SessionEvent.from_obj(orjson.loads(e.raw), e.raw)
+            for e in EventBlocks(self.logs, self._codec).read_range(key, 0, next_seq - 1)
         ]
 
     def trace_session(self, sid: str) -> tuple[int, int]:

@@ -46,7 +46,8 @@ def store_stats(data_dir: Path) -> StoreStats:
             "SELECT COUNT(*), COALESCE(SUM(live), 0), COUNT(held), COUNT(DISTINCT cwd)"
             " FROM sessions"
         ).fetchone()
-        (events,) = conn.execute("SELECT COUNT(*) FROM events").fetchone()
+        # Seqs are contiguous from 0: a session holds next_seq events.
+        (events,) = conn.execute("SELECT COALESCE(SUM(next_seq), 0) FROM sessions").fetchone()
         offsets = {
             f"{t}[{p}]": o
             for t, p, o in conn.execute(

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from indexer.store.blocks import Codec
 from indexer.store.data_dir import index_path, sqlite_path
+from indexer.store.event_blocks import EventBlocks
 from indexer.store.sqlite_tables import connect
 from indexer.store.tantivy import TantivyIndex
 from tests.indexer.tantivy_helpers import dump_docs
@@ -13,10 +15,10 @@ from tests.indexer.tantivy_helpers import dump_docs
 TABLES = {
     "sessions": "SELECT id, header, cwd, parent, created_at, live, next_seq, surface,"
     " last_step_start, title FROM sessions ORDER BY id",
-    "events": "SELECT session_id, seq, type, time, surface, replaced_by, indexed, raw"
-    " FROM events ORDER BY session_id, seq",
-    "sources": "SELECT * FROM sources ORDER BY session_id, source_seq, seq",
-    "replacements": "SELECT * FROM replacements ORDER BY session_id, seq",
+    "sources": "SELECT s.id, r.first, r.last, r.seq FROM source_runs r"
+    " JOIN sessions s ON s.key = r.session_key ORDER BY s.id, r.first, r.seq",
+    "replacements": "SELECT s.id, r.seq, r.start_seq, r.end_seq, r.shadowed FROM replacements r"
+    " JOIN sessions s ON s.key = r.session_key ORDER BY s.id, r.seq",
     "offsets": "SELECT * FROM offsets ORDER BY topic, partition",
 }
 
@@ -29,6 +31,7 @@ def snapshot(data_dir: Path, *, offsets: bool = True) -> dict[str, Any]:
             for name, sql in TABLES.items()
             if offsets or name != "offsets"
         }
+        out["events"] = event_rows(conn)
     finally:
         conn.close()
     index = TantivyIndex(index_path(data_dir), writable=False)
@@ -36,4 +39,17 @@ def snapshot(data_dir: Path, *, offsets: bool = True) -> dict[str, Any]:
         out["documents"] = dump_docs(index)
     finally:
         index.close()
+    return out
+
+
+def event_rows(conn: Any) -> list[tuple[Any, ...]]:
+    """Every stored event as (session_id, seq, type, time, surface, replaced_by, indexed,
+    raw), by session id and seq, read back from the blocks."""
+    blocks = EventBlocks(conn, Codec())
+    out: list[tuple[Any, ...]] = []
+    for key, sid, next_seq in conn.execute("SELECT key, id, next_seq FROM sessions ORDER BY id"):
+        out.extend(
+            (sid, e.seq, e.type, e.time, e.surface, e.replaced_by, int(e.indexed), e.raw)
+            for e in blocks.read_range(key, 0, next_seq - 1)
+        )
     return out

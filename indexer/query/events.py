@@ -18,6 +18,7 @@ from indexer.model import SessionEvent, SessionHeader
 from indexer.model.header import is_safe_int
 from indexer.model.search import Surface
 from indexer.query.types import EventRecord, EventTrace, EventWindow
+from indexer.store.event_blocks import EventBlocks
 
 
 class EventShapeError(SessionqError):
@@ -28,65 +29,62 @@ class EventShapeError(SessionqError):
     """
 
 
-def session_header(conn: sqlite3.Connection, session_id: str) -> tuple[SessionHeader, int]:
+def session_header(conn: sqlite3.Connection, session_id: str) -> tuple[SessionHeader, int, int]:
+    """The session's header, next seq and integer key; SESSION_NOT_FOUND when absent."""
     row = conn.execute(
-        "SELECT header, next_seq FROM sessions WHERE id = ?", (session_id,)
+        "SELECT header, next_seq, key FROM sessions WHERE id = ?", (session_id,)
     ).fetchone()
     if row is None:
         raise SessionQueryError(f'session "{session_id}" not found', SESSION_NOT_FOUND)
-    return SessionHeader.model_validate_json(row[0]), int(row[1])
+    return SessionHeader.model_validate_json(row[0]), int(row[1]), int(row[2])
 
 
 def _not_found(session_id: str, seq: int) -> SessionQueryError:
     return SessionQueryError(f'session "{session_id}" has no event at seq {seq}', EVENT_NOT_FOUND)
 
 
-def list_events(conn: sqlite3.Connection, session_id: str) -> list[EventRecord]:
-    session_header(conn, session_id)
+def list_events(blocks: EventBlocks, session_id: str) -> list[EventRecord]:
+    _, next_seq, key = session_header(blocks.conn, session_id)
     return [
-        EventRecord(session_id, seq, typ, time, cast(Surface, surface))
-        for seq, typ, time, surface in conn.execute(
-            "SELECT seq, type, time, surface FROM events WHERE session_id = ? ORDER BY seq",
-            (session_id,),
-        )
+        EventRecord(session_id, e.seq, e.type, e.time, cast(Surface, e.surface))
+        for e in blocks.read_range(key, 0, next_seq - 1)
     ]
 
 
-def trace_event(conn: sqlite3.Connection, session_id: str, seq: int) -> EventTrace:
-    header, _ = session_header(conn, session_id)
-    row = conn.execute(
-        "SELECT type, time, surface, replaced_by, raw FROM events WHERE session_id = ? AND seq = ?",
-        (session_id, seq),
-    ).fetchone()
-    if row is None:
+def trace_event(blocks: EventBlocks, session_id: str, seq: int) -> EventTrace:
+    """One block decoded (the target's), then index lookups for the replacement chain,
+    the replaced nodes and the derived events."""
+    conn = blocks.conn
+    header, _, key = session_header(conn, session_id)
+    target = blocks.read(key, seq) if is_safe_int(seq) else None
+    if target is None:
         raise _not_found(session_id, seq)
-    typ, time, surface, replaced_by, raw = row
     chain: list[int] = []
-    nxt = replaced_by
+    nxt = target.replaced_by
     seen: set[int] = set()
     while nxt is not None and nxt not in seen:
         seen.add(nxt)
         chain.append(nxt)
-        r = conn.execute(
-            "SELECT replaced_by FROM events WHERE session_id = ? AND seq = ?", (session_id, nxt)
-        ).fetchone()
-        nxt = None if r is None else r[0]
+        nxt = blocks.replaced_by(key, nxt)
     rep = conn.execute(
-        "SELECT shadowed FROM replacements WHERE session_id = ? AND seq = ?", (session_id, seq)
+        "SELECT shadowed FROM replacements WHERE session_key = ? AND seq = ?", (key, seq)
     ).fetchone()
-    obj = orjson.loads(raw)
+    obj = orjson.loads(target.raw)
     sources = obj.get("sourceEventSeqs")
     derived = [
         r[0]
         for r in conn.execute(
-            "SELECT seq FROM sources WHERE session_id = ? AND source_seq = ? ORDER BY seq",
-            (session_id, seq),
+            "SELECT seq FROM source_runs WHERE session_key = ? AND first <= ? AND last >= ?"
+            " ORDER BY seq",
+            (key, seq, seq),
         )
     ]
     return EventTrace(
         session=header,
-        target=EventRecord(session_id, seq, typ, time, cast(Surface, surface)),
-        replaced_by=replaced_by,
+        target=EventRecord(
+            session_id, seq, target.type, target.time, cast(Surface, target.surface)
+        ),
+        replaced_by=target.replaced_by,
         replacement_chain=chain,
         replaced_event_seqs=list(orjson.loads(rep[0])) if rep else [],
         source_event_seqs=[int(s) for s in sources] if isinstance(sources, list) else [],
@@ -103,20 +101,19 @@ def check_window_bound(name: str, value: Any, window_max: int) -> int:
 
 
 def read_event(
-    conn: sqlite3.Connection, session_id: str, seq: int, before: int, after: int, window_max: int
+    blocks: EventBlocks, session_id: str, seq: int, before: int, after: int, window_max: int
 ) -> EventWindow:
+    """The window's blocks only: the target's block, and its neighbours when the window
+    crosses a block boundary."""
     b = check_window_bound("before", before, window_max)
     a = check_window_bound("after", after, window_max)
-    header, next_seq = session_header(conn, session_id)
+    header, next_seq, key = session_header(blocks.conn, session_id)
     if not is_safe_int(seq) or not 0 <= seq < next_seq:
         raise _not_found(session_id, seq)
     start, end = max(0, seq - b), min(next_seq - 1, seq + a)
     events = [
-        SessionEvent.from_obj(orjson.loads(raw), raw)
-        for (raw,) in conn.execute(
-            "SELECT raw FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            (session_id, start, end),
-        )
+        SessionEvent.from_obj(orjson.loads(e.raw), e.raw)
+        for e in blocks.read_range(key, start, end)
     ]
     for event in events:
         check_message_shape(event)

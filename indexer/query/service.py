@@ -2,6 +2,9 @@
 
 Reads only: each thread gets its own read-only SQLite connection (WAL readers never
 block the indexer), and the Tantivy reader reloads to the newest commit before a search.
+A connection is only kept once the data dir has this release's store schema: while the
+indexer migrates an older dir (``indexer.store.migrate``), calls fail with a clear
+SESSION_QUERY_PERSISTENCE_FAILED instead of reading half-known tables.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from indexer.errors import INVALID_CONFIG, SessionQueryError
+from indexer.errors import INVALID_CONFIG, PERSISTENCE_FAILED, SessionQueryError
 from indexer.model.search import EventMetadataFilter, SessionFilter
 from indexer.query import events as event_reads
 from indexer.query import lineage, search, sessions, titles
@@ -26,9 +29,24 @@ from indexer.query.types import (
     SessionTrace,
     TitleObservation,
 )
+from indexer.store.blocks import Codec
 from indexer.store.data_dir import index_path, sqlite_path
+from indexer.store.event_blocks import EventBlocks
+from indexer.store.schema import SCHEMA_VERSION, stored_version
 from indexer.store.sqlite_tables import connect
 from indexer.store.tantivy import TantivyIndex
+
+
+def check_version(conn: sqlite3.Connection) -> None:
+    """Refuse a data dir of another store schema version (a new dir has none yet)."""
+    version = stored_version(conn)
+    if version is not None and version != SCHEMA_VERSION:
+        raise SessionQueryError(
+            f"the data dir has store schema version {version}, this release reads "
+            f"{SCHEMA_VERSION}: the indexer (or `sessionq ingest`) of this release migrates "
+            "it when it opens the dir",
+            PERSISTENCE_FAILED,
+        )
 
 
 class StoreQueryService:
@@ -52,14 +70,24 @@ class StoreQueryService:
         self._local = threading.local()
         self._index = TantivyIndex(index_path(data_dir), writable=False)
         self._index_lock = threading.Lock()
+        self._codec = Codec()  # dictionaries load from the data dir as blocks need them
 
     @property
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = connect(self._sqlite_path, readonly=True)
+            try:
+                check_version(conn)
+            except BaseException:
+                conn.close()
+                raise
             self._local.conn = conn
         return conn
+
+    @property
+    def _blocks(self) -> EventBlocks:
+        return EventBlocks(self._conn, self._codec)
 
     def _fresh_index(self) -> TantivyIndex:
         with self._index_lock:
@@ -127,19 +155,19 @@ class StoreQueryService:
 
     # ---- exact reads ---------------------------------------------------------------------------
     def list_events(self, session_id: str) -> list[EventRecord]:
-        return event_reads.list_events(self._conn, session_id)
+        return event_reads.list_events(self._blocks, session_id)
 
     def trace_session(self, session_id: str) -> SessionTrace:
         return lineage.trace_session(self._conn, session_id)
 
     def trace_event(self, session_id: str, seq: int) -> EventTrace:
-        return event_reads.trace_event(self._conn, session_id, seq)
+        return event_reads.trace_event(self._blocks, session_id, seq)
 
     def read_event(
         self, session_id: str, seq: int, *, before: int = 0, after: int = 0
     ) -> EventWindow:
         return event_reads.read_event(
-            self._conn, session_id, seq, before, after, self.read_window_max
+            self._blocks, session_id, seq, before, after, self.read_window_max
         )
 
     def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]:

@@ -59,7 +59,8 @@ def index_path(data_dir: Path) -> Path:
 
 
 class Store:
-    """The writer side of a data directory."""
+    """The writer side of a data directory. Opening a dir written by an older release
+    migrates its tables in place first (``indexer.store.migrate``)."""
 
     def __init__(
         self,

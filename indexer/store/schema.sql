@@ -1,56 +1,75 @@
--- sessionq store schema (SQLite, WAL). Version in meta.schema_version.
+-- sessionq store schema (SQLite, WAL). Version in meta.schema_version; an older data dir
+-- is migrated in place when the writer opens it (indexer/store/migrate.py).
 CREATE TABLE IF NOT EXISTS meta (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
 
--- One row per stored session. `surface` is the current surface (fold order) as a JSON
--- list so a later batch continues the fold without replaying the log.
+-- One row per stored session; `key` is the session's integer key in the hot tables.
+-- `surface` is the current surface (fold order) as zigzag delta varints, so a later
+-- batch continues the fold without replaying the log. `last_time`: the newest event's
+-- time (retention reads it instead of the blocks).
 CREATE TABLE IF NOT EXISTS sessions (
-  id              TEXT PRIMARY KEY,
+  key             INTEGER PRIMARY KEY,
+  id              TEXT NOT NULL UNIQUE,
   header          TEXT NOT NULL,
   cwd             TEXT,
   parent          TEXT,
   created_at      INTEGER NOT NULL,
   live            INTEGER NOT NULL DEFAULT 0,
   next_seq        INTEGER NOT NULL DEFAULT 0,
-  surface         TEXT NOT NULL DEFAULT '[]',
+  surface         BLOB NOT NULL DEFAULT x'',
   last_step_start INTEGER,
   title           TEXT,
-  held            TEXT
-) WITHOUT ROWID;
+  held            TEXT,
+  last_time       INTEGER
+);
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent);
 CREATE INDEX IF NOT EXISTS sessions_cwd ON sessions(cwd, created_at);
 
--- Every event of every session, raw JSON in its original key order.
-CREATE TABLE IF NOT EXISTS events (
-  session_id  TEXT NOT NULL,
+-- Every event of every session, in compressed blocks of consecutive seqs
+-- (indexer/store/blocks.py: format, sealing rule). `dict_id` names the zstd dictionary.
+CREATE TABLE IF NOT EXISTS blocks (
+  id          INTEGER PRIMARY KEY,
+  session_key INTEGER NOT NULL,
+  first_seq   INTEGER NOT NULL,
+  last_seq    INTEGER NOT NULL,
+  dict_id     INTEGER NOT NULL,
+  data        BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS blocks_seq ON blocks(session_key, first_seq, last_seq);
+
+-- The zstd dictionaries the blocks were compressed with, by dictionary id.
+CREATE TABLE IF NOT EXISTS dictionaries (
+  id   INTEGER PRIMARY KEY,
+  data BLOB NOT NULL
+);
+
+-- Events a later replace shadowed: `seq` is replaced by `replaced_by`.
+CREATE TABLE IF NOT EXISTS replaced (
+  session_key INTEGER NOT NULL,
   seq         INTEGER NOT NULL,
-  type        TEXT NOT NULL,
-  time        INTEGER NOT NULL,
-  surface     TEXT NOT NULL,
-  replaced_by INTEGER,
-  indexed     INTEGER NOT NULL DEFAULT 0,
-  raw         BLOB NOT NULL,
-  PRIMARY KEY (session_id, seq)
+  replaced_by INTEGER NOT NULL,
+  PRIMARY KEY (session_key, seq)
 ) WITHOUT ROWID;
 
--- source links: `seq` cites `source_seq` (for derived-event lookups).
-CREATE TABLE IF NOT EXISTS sources (
-  session_id TEXT NOT NULL,
-  source_seq INTEGER NOT NULL,
-  seq        INTEGER NOT NULL,
-  PRIMARY KEY (session_id, source_seq, seq)
+-- source links as runs: `seq` cites every seq in [first, last] (derived-event lookups).
+CREATE TABLE IF NOT EXISTS source_runs (
+  session_key INTEGER NOT NULL,
+  first       INTEGER NOT NULL,
+  last        INTEGER NOT NULL,
+  seq         INTEGER NOT NULL,
+  PRIMARY KEY (session_key, first, seq)
 ) WITHOUT ROWID;
 
 -- surface replacements: `seq` replaced the nodes in `shadowed` (JSON list, surface order).
 CREATE TABLE IF NOT EXISTS replacements (
-  session_id TEXT NOT NULL,
-  seq        INTEGER NOT NULL,
-  start_seq  INTEGER NOT NULL,
-  end_seq    INTEGER NOT NULL,
-  shadowed   TEXT NOT NULL,
-  PRIMARY KEY (session_id, seq)
+  session_key INTEGER NOT NULL,
+  seq         INTEGER NOT NULL,
+  start_seq   INTEGER NOT NULL,
+  end_seq     INTEGER NOT NULL,
+  shadowed    TEXT NOT NULL,
+  PRIMARY KEY (session_key, seq)
 ) WITHOUT ROWID;
 
 -- consumed offsets, committed in the same transaction as the rows they produced.

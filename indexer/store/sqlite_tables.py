@@ -1,5 +1,6 @@
-"""SQLite side of the store: sessions, events (raw JSON), source links, replacements,
-titles and consumed offsets. The only module that writes SQL.
+"""SQLite side of the store: sessions, events (compressed blocks, ``event_blocks``),
+source links, replacements, titles and consumed offsets. With ``event_blocks`` and
+``migrate``, the only code that writes SQL.
 
 One writer connection (the indexer's) holds an open transaction for the whole batch so
 later records of a batch see earlier ones; readers open their own WAL connections and
@@ -11,15 +12,25 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from indexer.errors import PERSISTENCE_FAILED, SessionqError
+from indexer.store.blocks import StoredEvent
+from indexer.store.event_blocks import EventBlocks, EventView
 from indexer.store.failure import describe
+from indexer.store.schema import (
+    SCHEMA_VERSION,
+    decode_surface,
+    encode_surface,
+    load_codec,
+    open_schema,
+    source_runs,
+)
 
-SCHEMA_VERSION = "1"
+__all__ = ["SCHEMA_VERSION", "Savepoint", "SessionState", "SqliteTables", "connect"]
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -45,6 +56,7 @@ class SessionState:
     surface: list[int]
     live: bool
     held: str | None
+    key: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +88,32 @@ class SqliteTables:
         self.conn = connect(path)
         # Freed cells and pages are zeroed as they are freed (indexer.store.purge).
         self.conn.execute("PRAGMA secure_delete = ON")
-        schema = resources.files("indexer.store").joinpath("schema.sql").read_text()
-        self.conn.executescript(schema)
-        self.conn.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
-        )
         self._in_tx = False
+        open_schema(self.conn)
+        codec, did = load_codec(self.conn)
+        self.blocks = EventBlocks(self.conn, codec, did)
+        self._keys: dict[str, int] = {}
+
+    def _key(self, session_id: str) -> int | None:
+        key = self._keys.get(session_id)
+        if key is None:
+            row = self.conn.execute(
+                "SELECT key FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            key = self._keys[session_id] = int(row[0])
+        return key
+
+    def _require_key(self, session_id: str) -> int:
+        key = self._key(session_id)
+        if key is None:
+            raise LookupError(f'session "{session_id}" is not stored')
+        return key
+
+    def forget_keys(self) -> None:
+        """Drop cached session keys: a rollback may have removed the rows they named."""
+        self._keys.clear()
 
     # ---- transaction ---------------------------------------------------------------------------
     def begin(self) -> None:
@@ -97,6 +129,7 @@ class SqliteTables:
     def rollback(self) -> None:
         """Roll the batch back; a transaction SQLite already ended itself is not an error
         (that would mask the error that ended it)."""
+        self.forget_keys()
         if self._in_tx:
             self._in_tx = False
             if self.conn.in_transaction:
@@ -104,6 +137,7 @@ class SqliteTables:
 
     def forget_transaction(self) -> None:
         """SQLite ended the transaction itself; the next write begins a new one."""
+        self.forget_keys()
         self._in_tx = False
 
     def close(self) -> None:
@@ -113,12 +147,15 @@ class SqliteTables:
     # ---- sessions ------------------------------------------------------------------------------
     def session_state(self, session_id: str) -> SessionState | None:
         row = self.conn.execute(
-            "SELECT id, header, next_seq, surface, live, held FROM sessions WHERE id = ?",
+            "SELECT id, header, next_seq, surface, live, held, key FROM sessions WHERE id = ?",
             (session_id,),
         ).fetchone()
         if row is None:
             return None
-        return SessionState(row[0], row[1], row[2], orjson.loads(row[3]), bool(row[4]), row[5])
+        self._keys[session_id] = int(row[6])
+        return SessionState(
+            row[0], row[1], row[2], decode_surface(row[3]), bool(row[4]), row[5], int(row[6])
+        )
 
     def insert_session(
         self,
@@ -128,10 +165,12 @@ class SqliteTables:
         parent: str | None,
         created_at: int,
     ) -> None:
-        self.conn.execute(
+        cursor = self.conn.execute(
             "INSERT INTO sessions(id, header, cwd, parent, created_at) VALUES (?, ?, ?, ?, ?)",
             (session_id, header_json, cwd, parent, created_at),
         )
+        if cursor.lastrowid is not None:
+            self._keys[session_id] = int(cursor.lastrowid)
 
     def update_fold_state(
         self,
@@ -140,17 +179,19 @@ class SqliteTables:
         surface: Sequence[int],
         last_step_start: int | None,
         title_json: str | None,
+        last_time: int | None = None,
     ) -> None:
-        """Advance a session after a batch; ``None`` keeps the stored step/title."""
+        """Advance a session after a batch; ``None`` keeps the stored step/title/time."""
         self.conn.execute(
             "UPDATE sessions SET next_seq = ?, surface = ?, held = NULL,"
-            " last_step_start = COALESCE(?, last_step_start), title = COALESCE(?, title)"
-            " WHERE id = ?",
+            " last_step_start = COALESCE(?, last_step_start), title = COALESCE(?, title),"
+            " last_time = COALESCE(?, last_time) WHERE id = ?",
             (
                 next_seq,
-                orjson.dumps(list(surface)).decode(),
+                encode_surface(surface),
                 last_step_start,
                 title_json,
+                last_time,
                 session_id,
             ),
         )
@@ -162,14 +203,16 @@ class SqliteTables:
         self.conn.execute("UPDATE sessions SET held = ? WHERE id = ?", (reason, session_id))
 
     def delete_session(self, session_id: str) -> None:
-        for table, col in (
-            ("events", "session_id"),
-            ("sources", "session_id"),
-            ("replacements", "session_id"),
-            ("watched_sources", "session_id"),
-            ("sessions", "id"),
-        ):
-            self.conn.execute(f"DELETE FROM {table} WHERE {col} = ?", (session_id,))
+        """Every row of the session: its blocks, marks, links, replacements, watched source
+        and the session row."""
+        key = self._key(session_id)
+        if key is not None:
+            self.blocks.delete(key)
+            for table in ("source_runs", "replacements"):
+                self.conn.execute(f"DELETE FROM {table} WHERE session_key = ?", (key,))
+        self.conn.execute("DELETE FROM watched_sources WHERE session_id = ?", (session_id,))
+        self.conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        self._keys.pop(session_id, None)
 
     def set_watched_source(self, session_id: str, path: str) -> None:
         """The log file the embedded watcher applied this session from."""
@@ -189,60 +232,65 @@ class SqliteTables:
         )
 
     # ---- events --------------------------------------------------------------------------------
-    def insert_events(self, rows: Iterable[tuple[str, int, str, int, str, int, bytes]]) -> None:
-        """Rows of (session_id, seq, type, time, surface, indexed, raw)."""
-        self.conn.executemany(
-            "INSERT INTO events(session_id, seq, type, time, surface, indexed, raw)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
+    def insert_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Rows of (session_id, seq, type, time, surface, indexed, raw), contiguous per
+        session and continuing it."""
+        by_session: dict[str, list[tuple[Any, ...]]] = {}
+        for row in rows:
+            by_session.setdefault(row[0], []).append(row)
+        for sid, listed in by_session.items():
+            events = [StoredEvent(r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in listed]
+            self.blocks.append(self._require_key(sid), events)
+
+    def _row(self, session_id: str, e: EventView) -> EventRow:
+        return EventRow(
+            session_id, e.seq, e.type, e.time, e.surface, e.replaced_by, e.indexed, e.raw
         )
 
     def raw_events(self, session_id: str, seqs: Sequence[int]) -> dict[int, EventRow]:
-        if not seqs:
+        key = self._key(session_id)
+        if key is None or not seqs:
             return {}
-        out: dict[int, EventRow] = {}
-        for chunk_start in range(0, len(seqs), 500):
-            chunk = list(seqs[chunk_start : chunk_start + 500])
-            marks = ",".join("?" * len(chunk))
-            for r in self.conn.execute(
-                "SELECT session_id, seq, type, time, surface, replaced_by, indexed, raw"
-                f" FROM events WHERE session_id = ? AND seq IN ({marks})",
-                (session_id, *chunk),
-            ):
-                out[r[1]] = EventRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7])
-        return out
+        return {s: self._row(session_id, e) for s, e in self.blocks.read_seqs(key, seqs).items()}
 
     def indexed_events(self, session_id: str) -> list[EventRow]:
         """Every event of a session that has an index document, in seq order."""
-        return [
-            EventRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7])
-            for r in self.conn.execute(
-                "SELECT session_id, seq, type, time, surface, replaced_by, indexed, raw"
-                " FROM events WHERE session_id = ? AND indexed = 1 ORDER BY seq",
-                (session_id,),
-            )
-        ]
+        state = self.session_state(session_id)
+        if state is None:
+            return []
+        events = self.blocks.read_range(state.key, 0, state.next_seq - 1)
+        return [self._row(session_id, e) for e in events if e.indexed]
 
     def mark_shadowed(self, session_id: str, seqs: Sequence[int], replaced_by: int) -> None:
-        self.conn.executemany(
-            "UPDATE events SET surface = 'shadowed', replaced_by = ?"
-            " WHERE session_id = ? AND seq = ?",
-            [(replaced_by, session_id, s) for s in seqs],
-        )
+        self.blocks.mark_replaced(self._require_key(session_id), seqs, replaced_by)
 
     def insert_sources(self, rows: Iterable[tuple[str, int, int]]) -> None:
-        """Rows of (session_id, source_seq, seq)."""
+        """Rows of (session_id, source_seq, seq), stored as runs of source seqs."""
+        cited: dict[tuple[str, int], list[int]] = {}
+        for sid, source_seq, seq in rows:
+            cited.setdefault((sid, seq), []).append(source_seq)
         self.conn.executemany(
-            "INSERT OR IGNORE INTO sources(session_id, source_seq, seq) VALUES (?, ?, ?)", rows
+            "INSERT OR IGNORE INTO source_runs(session_key, first, last, seq) VALUES (?, ?, ?, ?)",
+            [
+                (self._require_key(sid), first, last, seq)
+                for (sid, seq), sources in cited.items()
+                for first, last in source_runs(sources)
+            ],
         )
 
     def insert_replacement(
         self, session_id: str, seq: int, start: int, end: int, shadowed: Sequence[int]
     ) -> None:
         self.conn.execute(
-            "INSERT INTO replacements(session_id, seq, start_seq, end_seq, shadowed)"
+            "INSERT INTO replacements(session_key, seq, start_seq, end_seq, shadowed)"
             " VALUES (?, ?, ?, ?, ?)",
-            (session_id, seq, start, end, orjson.dumps(list(shadowed)).decode()),
+            (
+                self._require_key(session_id),
+                seq,
+                start,
+                end,
+                orjson.dumps(list(shadowed)).decode(),
+            ),
         )
 
     def mark_caught_up(self, when: float) -> None:
@@ -281,9 +329,8 @@ class SqliteTables:
         return [
             (str(r[0]), r[1], int(r[2]))
             for r in self.conn.execute(
-                "SELECT s.id, s.cwd, COALESCE(e.time, s.created_at) AS last FROM sessions s"
-                " LEFT JOIN events e ON e.session_id = s.id AND e.seq = s.next_seq - 1"
-                " WHERE COALESCE(e.time, s.created_at) < ? ORDER BY last, s.id LIMIT ?",
+                "SELECT id, cwd, COALESCE(last_time, created_at) AS last FROM sessions"
+                " WHERE COALESCE(last_time, created_at) < ? ORDER BY last, id LIMIT ?",
                 (before_ms, limit),
             )
         ]
@@ -327,6 +374,7 @@ class Savepoint:
         if exc_type is None:
             conn.execute(f"RELEASE {self.name}")
             return
+        self.tables.forget_keys()
         cause = describe(exc, typed=False) if exc is not None else "lost"
         if not conn.in_transaction:
             self.tables.forget_transaction()

@@ -284,6 +284,7 @@ class StoreWriter:
             fold.nodes,
             last_step,
             title_json(last_title) if last_title is not None else None,
+            new[-1].time,
         )
         docs.extend(self._doc(header, e, surface[e.seq], texts[e.seq]) for e in new if texts[e.seq])
         if docs:

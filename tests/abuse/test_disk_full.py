@@ -5,7 +5,9 @@ document without its rows), and the next run after space is freed stores everyth
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 import sqlite3
 from pathlib import Path
 
@@ -29,12 +31,15 @@ MAX_PAGES = 60  # the schema plus a few sessions; 4 KiB pages
 def write_logs(root: Path, n: int) -> list[str]:
     root.mkdir(parents=True, exist_ok=True)
     ids = []
+    # Random text: the store compresses events, repeated filler would not fill the pages.
+    rng = random.Random(n)
     for i in range(n):
         sid = f"full-{i:02d}"
         lines = [json.dumps({"type": "session", **header(sid, cwd="/w/full")})]
         for seq in range(0, 20, 2):
-            lines.append(json.dumps(user(seq, f"capybara question {i} {seq} " + "x" * 400)))
-            lines.append(json.dumps(assistant(seq + 1, f"capybara answer {i} " + "y" * 400)))
+            filler = [base64.b64encode(rng.randbytes(300)).decode() for _ in range(2)]
+            lines.append(json.dumps(user(seq, f"capybara question {i} {seq} " + filler[0])))
+            lines.append(json.dumps(assistant(seq + 1, f"capybara answer {i} " + filler[1])))
         (root / f"{sid}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
         ids.append(sid)
     return ids

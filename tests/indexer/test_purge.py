@@ -237,6 +237,19 @@ def test_a_real_sessions_text_leaves_every_file(tmp_path: Path) -> None:
         step = max(8, len(text) // 300)
         candidates = {text[i : i + 32] for i in range(0, len(text) - 32, step)}
         found_before = {c for c, files in scan(data, candidates).items() if files}
+        # The raw events are compressed: pieces of the victim's blocks stand for them.
+        victim_blocks = [
+            bytes(r[0])
+            for r in store.tables.conn.execute(
+                "SELECT b.data FROM blocks b JOIN sessions s ON s.key = b.session_key"
+                " WHERE s.id = ?",
+                (victim,),
+            )
+        ]
+        block_pieces = {
+            p for ps in unique_fragments(victim_blocks, cell_values(data)).values() for p in ps
+        }
+        blocks_before = {c for c, files in scan(data, block_pieces).items() if files}
 
         store.apply(delete(victim))
         store.commit()
@@ -247,6 +260,7 @@ def test_a_real_sessions_text_leaves_every_file(tmp_path: Path) -> None:
             [*cell_values(data), *(d.text.encode() for d in dump_docs(store.index))]
         )
         checked = {c for c in found_before if c not in remaining}
+        checked |= {c for c in blocks_before if c not in remaining}
         assert len(checked) >= 50, "the scan found the session's text before the delete"
         left = {c: files for c, files in scan(data, checked).items() if files}
         assert not left, left

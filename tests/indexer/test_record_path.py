@@ -130,7 +130,10 @@ def stored_rows(data: Path) -> dict[str, int]:
     conn = connect(sqlite_path(data), readonly=True)
     try:
         out = {sid: 0 for (sid,) in conn.execute("SELECT id FROM sessions")}
-        for sid, n in conn.execute("SELECT session_id, COUNT(*) FROM events GROUP BY 1"):
+        for sid, n in conn.execute(
+            "SELECT s.id, SUM(b.last_seq - b.first_seq + 1) FROM blocks b"
+            " JOIN sessions s ON s.key = b.session_key GROUP BY 1"
+        ):
             out[sid] = n
         return out
     finally:

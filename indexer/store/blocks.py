@@ -1,0 +1,310 @@
+"""The compact event format: a session's raw events in zstd-compressed blocks.
+
+A block holds a run of consecutive events of one session. It closes (is *sealed*) once
+its raw events reach ``BLOCK_BYTES`` or ``BLOCK_EVENTS``; the last block of a session
+stays open and later appends rewrite only it, so an append costs at most one block,
+never the session.
+
+Payload (before compression): one compact JSON line of entries, then the bodies::
+
+    [[type, time, flags, n, body bytes, raw bytes], ...]\\n<body><body>...
+
+``flags`` is ``surface code * 2 + indexed``; ``raw bytes`` the size of the raw JSON the
+entry stands for (a block's fill is read from the first line alone). An entry with
+``n == 0`` is one event whose body is its raw JSON, byte for byte. An entry with
+``n > 0`` is a *chunk run*: ``n`` consecutive ``assistant/chunk`` events that differ
+only in seq, time and their delta, stored as the dsh packed row does (SPEC §1.5: the
+shared JSON once, the time gaps, the deltas); a member is rebuilt by concatenating the
+very bytes it was cut from, so reads return the stored bytes in every case.
+Chunks are most of a session's events and most of their bytes are the repeated
+envelope. An append keeps the stored entries and adds its own, so the block boundaries
+depend on the events only, the entries inside a block on how appends were grouped.
+
+Compression uses one zstd dictionary trained on real logs
+(``worker/devtools/zstd_dictionary.py``); the package ships it (``zstd.dict``) and every
+data dir keeps a copy of the dictionaries its blocks need (``dictionaries`` table), so
+a dir stays readable when the shipped one changes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from importlib import resources
+from typing import Any, Final, NamedTuple
+
+import orjson
+import zstandard
+
+BLOCK_BYTES: Final = 32 * 1024
+BLOCK_EVENTS: Final = 1024
+LEVEL: Final = 3
+SHIPPED_DICTIONARY: Final = "zstd.dict"
+NO_DICTIONARY: Final = 0
+
+SURFACES: Final = ("current", "log-only", "shadowed")
+_NO_END: Final = 2**63
+_SURFACE_CODE: Final = {s: i for i, s in enumerate(SURFACES)}
+_CHUNK: Final = "assistant/chunk"
+_TEXT_DELTAS: Final = frozenset({"text-delta", "reasoning-delta"})
+_TEXT_CHUNK_KEYS: Final = ("type", "index", "text")
+_TOOL_CHUNK_KEYS: Final = ("type", "index", "id", "argumentsDelta")
+_NAMED_TOOL_CHUNK_KEYS: Final = ("type", "index", "id", "name", "argumentsDelta")
+
+
+class StoredEvent(NamedTuple):
+    """One event as the store keeps it: its metadata and its exact raw JSON (a tuple:
+    hundreds of thousands are built per ingest batch)."""
+
+    seq: int
+    type: str
+    time: int
+    surface: str
+    indexed: bool
+    raw: bytes
+
+
+def is_full(raw_bytes: int, events: int) -> bool:
+    """Whether a block with these totals is sealed (the next event starts a new one)."""
+    return raw_bytes >= BLOCK_BYTES or events >= BLOCK_EVENTS
+
+
+def split_blocks(
+    events: Sequence[StoredEvent], raw_bytes: int = 0, count: int = 0
+) -> list[list[StoredEvent]]:
+    """``events`` cut into blocks; the first continues an open block that already holds
+    ``count`` events of ``raw_bytes`` (the first list is then its continuation)."""
+    out: list[list[StoredEvent]] = [[]]
+    for event in events:
+        if count and is_full(raw_bytes, count):
+            out.append([])
+            raw_bytes = count = 0
+        out[-1].append(event)
+        raw_bytes += len(event.raw)
+        count += 1
+    return out if out[0] else out[1:]
+
+
+# ---- chunk runs --------------------------------------------------------------------------------
+# A chunk's raw JSON is ``{"type":"assistant/chunk","seq":S,"time":T,`` + rest, where rest
+# is ``"data":{...,"chunk":{...,"<key>":"`` + delta + ``"}}}``; a run keeps the shared
+# head of rest once and each member's delta bytes. Reads concatenate the pieces, so a
+# member reads back exactly the bytes it was stored from.
+_CHUNK_HEAD: Final = b'{"type":"assistant/chunk","seq":'
+_TIME: Final = b',"time":'
+_HEAD_LEN: Final = len(_CHUNK_HEAD)
+_TIME_LEN: Final = len(_TIME)
+_CHUNK_TAIL: Final = b'"}}}'
+
+
+def _chunk_parts(event: StoredEvent) -> tuple[bytes, bytes] | None:
+    """(shared head, delta) of a chunk's raw JSON, or ``None`` when it is laid out
+    otherwise (then it is stored raw)."""
+    raw = event.raw
+    if not raw.startswith(_CHUNK_HEAD) or not raw.endswith(_CHUNK_TAIL):
+        return None
+    seq, time = b"%d" % event.seq, b"%d" % event.time
+    i = _HEAD_LEN + len(seq)
+    j = i + _TIME_LEN + len(time)
+    if raw[_HEAD_LEN:i] != seq or raw[i:j] != _TIME + time or raw[j : j + 1] != b",":
+        return None
+    rest = raw[j + 1 :]
+    # The delta is the last string value: a quote inside a JSON string is always \".
+    cut = rest.rfind(b':"') + 2
+    if cut < 2 or cut > len(rest) - len(_CHUNK_TAIL):
+        return None
+    return rest[:cut], rest[cut : -len(_CHUNK_TAIL)]
+
+
+def _run_body(head: bytes, times: Sequence[int], deltas: Sequence[bytes]) -> bytes:
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    lengths = [len(d) for d in deltas]
+    meta = orjson.dumps([head.decode(), times[0], gaps, lengths])
+    return meta + b"\n" + b"".join(deltas)
+
+
+def _expand_run(
+    body: bytes, first_seq: int, start: int = 0, end: int = _NO_END
+) -> list[tuple[int, int, bytes]]:
+    """(seq, time, raw JSON) of the members of a chunk run with ``start <= seq <= end``."""
+    cut = body.index(b"\n")
+    head_text, time, gaps, lengths = orjson.loads(body[:cut])
+    head = b"," + head_text.encode()
+    pos = cut + 1
+    out = []
+    for k, size in enumerate(lengths):
+        if k:
+            time += gaps[k - 1]
+        seq = first_seq + k
+        if start <= seq <= end:
+            delta = body[pos : pos + size]
+            raw = b"".join(
+                (_CHUNK_HEAD, b"%d" % seq, _TIME, b"%d" % time, head, delta, _CHUNK_TAIL)
+            )
+            out.append((seq, time, raw))
+        pos += size
+    return out
+
+
+def _chunk_run(events: Sequence[StoredEvent], start: int) -> tuple[int, bytes] | None:
+    """The longest chunk run from ``start`` (at least two events) and its body. A member
+    must be exactly its envelope, the run's shared head, a delta and the tail: reads
+    rebuild it by that concatenation."""
+    first = events[start]
+    parts = _chunk_parts(first)
+    if parts is None:
+        return None
+    head = parts[0]
+    deltas = [parts[1]]
+    tail = -len(_CHUNK_TAIL)
+    j = start + 1
+    while j < len(events):
+        ev = events[j]
+        if ev.type != _CHUNK or ev.surface != first.surface or ev.indexed != first.indexed:
+            break
+        raw = ev.raw
+        prefix = b"".join((_CHUNK_HEAD, b"%d" % ev.seq, _TIME, b"%d" % ev.time, b",", head))
+        if len(raw) < len(prefix) - tail or not (
+            raw.startswith(prefix) and raw.endswith(_CHUNK_TAIL)
+        ):
+            break
+        deltas.append(raw[len(prefix) : tail])
+        j += 1
+    if len(deltas) < 2:
+        return None
+    try:
+        body = _run_body(head, [e.time for e in events[start:j]], deltas)
+    except UnicodeDecodeError:
+        return None
+    return len(deltas), body
+
+
+# ---- payload -----------------------------------------------------------------------------------
+def encode(events: Sequence[StoredEvent]) -> bytes:
+    """The uncompressed payload of a block."""
+    entries: list[list[Any]] = []
+    bodies: list[bytes] = []
+    i, n = 0, len(events)
+    while i < n:
+        event = events[i]
+        flags = _SURFACE_CODE[event.surface] * 2 + int(event.indexed)
+        run = _chunk_run(events, i) if event.type == _CHUNK else None
+        if run is not None:
+            count, body = run
+            size = sum(len(e.raw) for e in events[i : i + count])
+            entries.append([_CHUNK, event.time, flags, count, len(body), size])
+            bodies.append(body)
+            i += count
+            continue
+        entries.append([event.type, event.time, flags, 0, len(event.raw), len(event.raw)])
+        bodies.append(event.raw)
+        i += 1
+    return orjson.dumps(entries) + b"\n" + b"".join(bodies)
+
+
+def append_payload(payload: bytes, more: bytes) -> bytes:
+    """One payload holding the events of ``payload`` followed by those of ``more``: the
+    stored entries are kept as they are (nothing is re-encoded)."""
+    cut, more_cut = payload.index(b"\n"), more.index(b"\n")
+    entries = orjson.loads(payload[:cut]) + orjson.loads(more[:more_cut])
+    return orjson.dumps(entries) + b"\n" + payload[cut + 1 :] + more[more_cut + 1 :]
+
+
+def payload_fill(payload: bytes) -> tuple[int, int]:
+    """(raw bytes, events) a payload holds, from its first line."""
+    entries = orjson.loads(payload[: payload.index(b"\n")])
+    return sum(e[5] for e in entries), sum(max(1, e[3]) for e in entries)
+
+
+def decode(payload: bytes, first_seq: int, start: int = 0, end: int = _NO_END) -> list[StoredEvent]:
+    """The events of a block payload with ``start <= seq <= end`` (default: all), in seq
+    order, raw JSON exactly as stored. Entries outside the range are skipped unread."""
+    cut = payload.index(b"\n")
+    entries = orjson.loads(payload[:cut])
+    pos = cut + 1
+    seq = first_seq
+    out: list[StoredEvent] = []
+    for etype, time, flags, count, size, _raw_size in entries:
+        n = max(1, count)
+        if seq > end:
+            break
+        if seq + n - 1 >= start:
+            body = payload[pos : pos + size]
+            surface, indexed = SURFACES[flags >> 1], bool(flags & 1)
+            if count == 0:
+                out.append(StoredEvent(seq, etype, time, surface, indexed, body))
+            else:
+                for s, t, raw in _expand_run(body, seq, start, end):
+                    out.append(StoredEvent(s, etype, t, surface, indexed, raw))
+        pos += size
+        seq += n
+    return out
+
+
+# ---- compression -------------------------------------------------------------------------------
+def shipped_dictionary() -> bytes:
+    """The dictionary the package ships (trained by ``worker/devtools/zstd_dictionary.py``)."""
+    return resources.files("indexer.store").joinpath(SHIPPED_DICTIONARY).read_bytes()
+
+
+def dictionary_id(data: bytes) -> int:
+    return int(zstandard.ZstdCompressionDict(data).dict_id())
+
+
+class Codec:
+    """zstd compression with the dictionaries of one data dir, by dictionary id.
+
+    zstd contexts are not safe to share between threads: every thread gets its own
+    (readers answer calls from several threads).
+    """
+
+    def __init__(self, dictionaries: dict[int, bytes] | None = None) -> None:
+        self._dictionaries: dict[int, zstandard.ZstdCompressionDict] = {}
+        self._local = threading.local()
+        for did, data in (dictionaries or {}).items():
+            self.add(did, data)
+
+    def add(self, did: int, data: bytes) -> None:
+        if did != NO_DICTIONARY and did not in self._dictionaries:
+            self._dictionaries[did] = zstandard.ZstdCompressionDict(data)
+
+    def knows(self, did: int) -> bool:
+        return did == NO_DICTIONARY or did in self._dictionaries
+
+    def _contexts(self) -> dict[tuple[str, int], Any]:
+        contexts: dict[tuple[str, int], Any] | None = getattr(self._local, "contexts", None)
+        if contexts is None:
+            contexts = {}
+            self._local.contexts = contexts
+        return contexts
+
+    def compress(self, payload: bytes, did: int) -> bytes:
+        contexts = self._contexts()
+        ctx = contexts.get(("c", did))
+        if ctx is None:
+            if did == NO_DICTIONARY:
+                ctx = zstandard.ZstdCompressor(level=LEVEL)
+            else:
+                ctx = zstandard.ZstdCompressor(level=LEVEL, dict_data=self._dictionaries[did])
+            contexts[("c", did)] = ctx
+        return bytes(ctx.compress(payload))
+
+    def decompress(self, data: bytes, did: int) -> bytes:
+        contexts = self._contexts()
+        ctx = contexts.get(("d", did))
+        if ctx is None:
+            if did == NO_DICTIONARY:
+                ctx = zstandard.ZstdDecompressor()
+            else:
+                ctx = zstandard.ZstdDecompressor(dict_data=self._dictionaries[did])
+            contexts[("d", did)] = ctx
+        return bytes(ctx.decompress(data))
+
+
+def window(blocks: Iterable[list[StoredEvent]], start: int, end: int) -> Iterator[StoredEvent]:
+    """The events with ``start <= seq <= end`` of decoded blocks, in order."""
+    for block in blocks:
+        for event in block:
+            if start <= event.seq <= end:
+                yield event

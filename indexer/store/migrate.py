@@ -1,0 +1,149 @@
+"""In-place migration of an older data dir, run when the writer opens it.
+
+Version 1 kept one uncompressed row per raw event, keyed by the text session id; version
+2 keeps the events in compressed blocks (``indexer.store.blocks``) and keys the hot
+tables by an integer session key. The Tantivy index is the same in both.
+
+The whole migration is one SQLite transaction: a crash or an error at any point leaves
+the version 1 tables exactly as they were (the next open starts over), and readers see
+either the old tables or the new ones, never a mix. ``VACUUM`` then returns the pages of
+the old tables to the file system; when it is interrupted, the dir is migrated already
+and only larger than it needs to be. A second open finds version 2 and does nothing.
+
+While the writer migrates, readers of the new release answer with a clear error (the
+version check of ``indexer.query.service``) until the migration commits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from indexer.store.blocks import Codec, StoredEvent, shipped_dictionary
+from indexer.store.event_blocks import EventBlocks
+from indexer.store.schema import (
+    SCHEMA_VERSION,
+    SchemaVersionError,
+    encode_surface,
+    execute_script,
+    install_dictionary,
+    schema_script,
+    source_runs,
+    stored_version,
+)
+
+log = logging.getLogger("sessionq.store")
+
+FAILPOINT_ENV = "SESSIONQ_FAILPOINT"
+HALFWAY = "migrate-halfway"
+_V1_TABLES = ("sessions", "events", "sources", "replacements")
+_V1_INDEXES = ("sessions_parent", "sessions_cwd")
+
+
+def migrate(conn: sqlite3.Connection, version: str) -> None:
+    """Bring a database of schema ``version`` to ``SCHEMA_VERSION`` (see the module)."""
+    if version != "1":
+        raise SchemaVersionError(
+            f"the data dir has store schema version {version}; this release reads version "
+            f"{SCHEMA_VERSION} and migrates version 1"
+        )
+    log.info("migrating the data dir from store schema version 1 to %s", SCHEMA_VERSION)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if stored_version(conn) == "1":  # another writer may have migrated meanwhile
+            _v1_to_v2(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    try:
+        conn.execute("VACUUM")
+    except sqlite3.Error as exc:
+        log.warning("VACUUM after the migration failed (the dir is migrated): %s", exc)
+
+
+def _halfway() -> None:
+    """``SESSIONQ_FAILPOINT=migrate-halfway:1`` kills the process in the middle of the
+    migration (the crash test of the migration)."""
+    spec = os.environ.get(FAILPOINT_ENV, "")
+    if spec.partition(":")[0] == HALFWAY:
+        os._exit(137)
+
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    for index in _V1_INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {index}")
+    for table in _V1_TABLES:
+        conn.execute(f"ALTER TABLE {table} RENAME TO {table}_v1")
+    execute_script(conn, schema_script())
+    did = install_dictionary(conn, shipped_dictionary())
+    conn.executemany(
+        "INSERT INTO sessions(id, header, cwd, parent, created_at, live, next_seq, surface,"
+        " last_step_start, title, held, last_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _sessions(conn),
+    )
+    blocks = EventBlocks(conn, Codec({did: shipped_dictionary()}), did)
+    keys = conn.execute("SELECT key, id FROM sessions ORDER BY key").fetchall()
+    for n, (key, sid) in enumerate(keys):
+        blocks.append(key, list(_events(conn, sid)))
+        if n == len(keys) // 2:
+            _halfway()
+    conn.execute(
+        "INSERT INTO replaced(session_key, seq, replaced_by) SELECT s.key, e.seq, e.replaced_by"
+        " FROM events_v1 e JOIN sessions s ON s.id = e.session_id"
+        " WHERE e.replaced_by IS NOT NULL"
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO source_runs(session_key, first, last, seq) VALUES (?, ?, ?, ?)",
+        _source_runs(conn),
+    )
+    conn.execute(
+        "INSERT INTO replacements(session_key, seq, start_seq, end_seq, shadowed)"
+        " SELECT s.key, r.seq, r.start_seq, r.end_seq, r.shadowed"
+        " FROM replacements_v1 r JOIN sessions s ON s.id = r.session_id"
+    )
+    for table in _V1_TABLES:
+        conn.execute(f"DROP TABLE {table}_v1")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
+
+
+def _sessions(conn: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
+    for row in conn.execute(
+        "SELECT id, header, cwd, parent, created_at, live, next_seq, surface,"
+        " last_step_start, title, held, (SELECT e.time FROM events_v1 e"
+        " WHERE e.session_id = s.id AND e.seq = s.next_seq - 1)"
+        " FROM sessions_v1 s ORDER BY created_at, id"
+    ).fetchall():
+        yield (*row[:7], encode_surface(orjson.loads(row[7])), *row[8:])
+
+
+def _events(conn: sqlite3.Connection, session_id: str) -> Iterator[StoredEvent]:
+    """A session's version 1 rows; the shadow marks move to ``replaced``."""
+    for seq, typ, time, surface, indexed, raw in conn.execute(
+        "SELECT seq, type, time, surface, indexed, raw FROM events_v1 WHERE session_id = ?"
+        " ORDER BY seq",
+        (session_id,),
+    ):
+        yield StoredEvent(seq, typ, time, surface, bool(indexed), bytes(raw))
+
+
+def _source_runs(conn: sqlite3.Connection) -> Iterator[tuple[int, int, int, int]]:
+    current: tuple[int, int] | None = None
+    cited: list[int] = []
+    for key, seq, source_seq in conn.execute(
+        "SELECT s.key, r.seq, r.source_seq FROM sources_v1 r JOIN sessions s"
+        " ON s.id = r.session_id ORDER BY s.key, r.seq"
+    ):
+        if current is not None and current != (key, seq):
+            yield from ((current[0], f, last, current[1]) for f, last in source_runs(cited))
+            cited = []
+        current = (key, seq)
+        cited.append(source_seq)
+    if current is not None:
+        yield from ((current[0], f, last, current[1]) for f, last in source_runs(cited))

@@ -1,0 +1,168 @@
+"""The in-place migration of a data dir written by schema version 1 (the committed fixture
+``tests/data/store-v1``, see ``store_fixture.py``): every tool output stays what the old
+release answered, a second open changes nothing, and a migration that dies halfway
+leaves the old dir intact and migrates on the next open."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from indexer.errors import SessionQueryError
+from indexer.query.service import StoreQueryService
+from indexer.store import migrate as migration
+from indexer.store.blocks import dictionary_id, shipped_dictionary
+from indexer.store.data_dir import Store, sqlite_path
+from indexer.store.schema import SCHEMA_VERSION
+from tests.data_paths import REPO_ROOT
+from tests.indexer.store_fixture import FIXTURE_DATA, FIXTURE_OUTPUTS, build, outputs
+from tests.injection import inject
+from tests.snapshots import snapshot
+
+
+def _expected() -> dict[str, Any]:
+    expected: dict[str, Any] = json.loads(FIXTURE_OUTPUTS.read_text())
+    return expected
+
+
+def _fixture_copy(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURE_DATA, data)
+    return data
+
+
+def _tables(data: Path) -> dict[str, str]:
+    conn = sqlite3.connect(sqlite_path(data))
+    try:
+        return dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+    finally:
+        conn.close()
+
+
+def _meta(data: Path) -> dict[str, str]:
+    conn = sqlite3.connect(sqlite_path(data))
+    try:
+        return dict(conn.execute("SELECT key, value FROM meta"))
+    finally:
+        conn.close()
+
+
+def _digest(data: Path) -> str:
+    digest = hashlib.sha256()
+    digest.update(sqlite_path(data).read_bytes())
+    return digest.hexdigest()
+
+
+def test_the_fixture_is_a_version_1_dir() -> None:
+    tables = _tables(FIXTURE_DATA)
+    assert "events" in tables and "blocks" not in tables
+    assert _meta(FIXTURE_DATA)["schema_version"] == "1"
+
+
+def test_opening_a_version_1_dir_migrates_it_and_every_output_stays_the_same(
+    tmp_path: Path,
+) -> None:
+    data = _fixture_copy(tmp_path)
+    Store(data).close()
+    tables = _tables(data)
+    assert {"blocks", "dictionaries", "replaced", "source_runs"} <= tables.keys()
+    assert not {"events", "sources", "events_v1", "sessions_v1"} & tables.keys()
+    meta = _meta(data)
+    assert meta["schema_version"] == SCHEMA_VERSION == "2"
+    assert int(meta["zstd_dict_id"]) == dictionary_id(shipped_dictionary())
+    got = outputs(data)
+    expected = _expected()
+    for name, text in expected["replies"].items():
+        assert got["replies"][name] == text, name
+    assert got == expected
+
+
+def test_a_second_open_is_a_no_op(tmp_path: Path) -> None:
+    data = _fixture_copy(tmp_path)
+    Store(data).close()
+    before = (_digest(data), snapshot(data))
+    Store(data).close()
+    assert (_digest(data), snapshot(data)) == before
+    assert outputs(data) == _expected()
+
+
+def test_a_fresh_ingest_of_the_same_logs_answers_the_same(tmp_path: Path) -> None:
+    data = tmp_path / "fresh"
+    build(data)
+    assert outputs(data) == _expected()
+
+
+def test_migrated_and_fresh_dirs_hold_the_same_rows(tmp_path: Path) -> None:
+    migrated = _fixture_copy(tmp_path)
+    Store(migrated).close()
+    fresh = tmp_path / "fresh"
+    build(fresh)
+    a, b = snapshot(migrated), snapshot(fresh)
+    assert a["events"] == b["events"]
+    assert a["sources"] == b["sources"] and a["replacements"] == b["replacements"]
+    assert a["offsets"] == b["offsets"] and a["documents"] == b["documents"]
+    assert [r[:7] + r[8:] for r in a["sessions"]] == [r[:7] + r[8:] for r in b["sessions"]]
+
+
+def test_a_failing_migration_leaves_the_version_1_dir_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _fixture_copy(tmp_path)
+    before = _digest(data)
+    injection = inject(monkeypatch, migration, "_source_runs", lambda: OSError("disk I/O error"))
+    with pytest.raises(OSError, match="disk I/O error"):
+        Store(data)
+    assert injection.fired == 1
+    assert _meta(data)["schema_version"] == "1"
+    assert "events" in _tables(data) and "blocks" not in _tables(data)
+    conn = sqlite3.connect(sqlite_path(data))
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    finally:
+        conn.close()
+    injection.disarm()
+    Store(data).close()
+    assert outputs(data) == _expected()
+    assert before != _digest(data)
+
+
+def test_a_migration_killed_halfway_restarts_from_the_old_tables(tmp_path: Path) -> None:
+    data = _fixture_copy(tmp_path)
+    env = {**os.environ, migration.FAILPOINT_ENV: f"{migration.HALFWAY}:1"}
+    code = (
+        "import sys; from pathlib import Path; from indexer.store.data_dir import Store; "
+        "Store(Path(sys.argv[1]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(data)], cwd=REPO_ROOT, env=env, check=False
+    )
+    assert proc.returncode == 137  # died inside the migration transaction
+    assert _meta(data)["schema_version"] == "1"
+    assert "events" in _tables(data)
+    Store(data).close()
+    assert _meta(data)["schema_version"] == SCHEMA_VERSION
+    assert outputs(data) == _expected()
+
+
+def test_readers_refuse_a_dir_until_it_is_migrated(tmp_path: Path) -> None:
+    data = _fixture_copy(tmp_path)
+    service = StoreQueryService(data)
+    try:
+        with pytest.raises(SessionQueryError) as caught:
+            service.read_event("2acbeda7-113a-5afa-9b65-82fdcac04c72", 0)
+        assert caught.value.code == "SESSION_QUERY_PERSISTENCE_FAILED"
+        assert "schema version 1" in caught.value.message
+        Store(data).close()
+        window = service.read_event("2acbeda7-113a-5afa-9b65-82fdcac04c72", 0)
+        assert window.target.seq == 0
+    finally:
+        service.close()
