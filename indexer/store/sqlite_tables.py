@@ -59,18 +59,6 @@ class SessionState:
     key: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class EventRow:
-    session_id: str
-    seq: int
-    type: str
-    time: int
-    surface: str
-    replaced_by: int | None
-    indexed: bool
-    raw: bytes
-
-
 CAUGHT_UP_KEY = "indexer_caught_up_at"
 
 
@@ -242,24 +230,19 @@ class SqliteTables:
             events = [StoredEvent(r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in listed]
             self.blocks.append(self._require_key(sid), events)
 
-    def _row(self, session_id: str, e: EventView) -> EventRow:
-        return EventRow(
-            session_id, e.seq, e.type, e.time, e.surface, e.replaced_by, e.indexed, e.raw
-        )
-
-    def raw_events(self, session_id: str, seqs: Sequence[int]) -> dict[int, EventRow]:
+    def raw_events(self, session_id: str, seqs: Sequence[int]) -> dict[int, EventView]:
         key = self._key(session_id)
         if key is None or not seqs:
             return {}
-        return {s: self._row(session_id, e) for s, e in self.blocks.read_seqs(key, seqs).items()}
+        return self.blocks.read_seqs(key, seqs)
 
-    def indexed_events(self, session_id: str) -> list[EventRow]:
+    def indexed_events(self, session_id: str) -> list[EventView]:
         """Every event of a session that has an index document, in seq order."""
         state = self.session_state(session_id)
         if state is None:
             return []
         events = self.blocks.read_range(state.key, 0, state.next_seq - 1)
-        return [self._row(session_id, e) for e in events if e.indexed]
+        return [e for e in events if e.indexed]
 
     def mark_shadowed(self, session_id: str, seqs: Sequence[int], replaced_by: int) -> None:
         self.blocks.mark_replaced(self._require_key(session_id), seqs, replaced_by)
