@@ -70,43 +70,41 @@ def tool_result_block(
 
 
 class EventBuilder:
-    """Numbers events from seq 0 in file order and folds each one as it is added.
+    """Collects mapped events in file order; :meth:`finish` numbers them from seq 0,
+    gives each its time and folds them like a dsh log.
 
-    Times never go backwards past the header's creation: a record without a usable
-    timestamp takes the time of the event before it.
+    A record without a usable timestamp (Claude Code's ``summary``) takes the time of
+    the event before it, or the session's creation time when it comes first.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.events: list[SessionEvent] = []
-        self._fold = SurfaceFold()
-        self._steps: list[FoldStep] = []
-        self.last_time: int | None = None
+        self._pending: list[tuple[str, int | None, Any]] = []
         self.line = 0
 
     def reject(self, rule: str, line: int | None = None) -> LogRejectedError:
         return LogRejectedError(self.path, line if line is not None else self.line, rule)
 
-    def add(self, etype: str, time: int | None, data: Any) -> int:
-        """Append one event (``surfaceOp: append`` for the surface-eligible types)."""
-        if time is None:
-            time = self.last_time if self.last_time is not None else 0
-        self.last_time = time
-        obj: dict[str, Any] = {"type": etype, "seq": len(self.events), "time": time, "data": data}
-        if etype in SURFACE_ELIGIBLE:
-            obj["surfaceOp"] = "append"
-        event = SessionEvent(type=etype, seq=obj["seq"], time=time, obj=obj, raw=dump_json(obj))
-        try:
-            self._steps.append(self._fold.step(event, self.events.__getitem__))
-        except LogValidationError as exc:  # a mapping bug, never the file's fault
-            raise self.reject(f"imported event breaks a surface rule: {exc.message}") from exc
-        self.events.append(event)
-        return event.seq
+    def add(self, etype: str, time: int | None, data: Any) -> None:
+        """Queue one event (``surfaceOp: append`` for the surface-eligible types)."""
+        self._pending.append((etype, time, data))
 
     def finish(self, header: SessionHeader) -> SessionLog:
-        return SessionLog(
-            path=self.path,
-            header=header,
-            events=self.events,
-            fold=FoldedLog(self._steps, self._fold),
-        )
+        events: list[SessionEvent] = []
+        fold = SurfaceFold()
+        steps: list[FoldStep] = []
+        last = header.created_at
+        for seq, (etype, time, data) in enumerate(self._pending):
+            last = time if time is not None else last
+            obj: dict[str, Any] = {"type": etype, "seq": seq, "time": last, "data": data}
+            if etype in SURFACE_ELIGIBLE:
+                obj["surfaceOp"] = "append"
+            event = SessionEvent(type=etype, seq=seq, time=last, obj=obj, raw=dump_json(obj))
+            try:
+                steps.append(fold.step(event, events.__getitem__))
+            except LogValidationError as exc:  # a mapping bug, never the file's fault
+                raise self.reject(
+                    f"imported event breaks a surface rule: {exc.message}", 1
+                ) from exc
+            events.append(event)
+        return SessionLog(path=self.path, header=header, events=events, fold=FoldedLog(steps, fold))
