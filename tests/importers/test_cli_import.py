@@ -1,0 +1,74 @@
+"""``sessionq ingest`` recognises Claude Code and Codex roots on its own and takes
+``--format``; ``sessionq stats`` counts sessions and events per source agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.data_paths import CORPUS_DIR
+from tests.importers.conftest import CLAUDE_MALFORMED, CLAUDE_PROJECTS, CODEX_SESSIONS
+from worker.cli.main import main
+
+
+def test_ingest_recognises_both_trees_and_stats_counts_per_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    assert main(["ingest", str(CLAUDE_PROJECTS), str(CODEX_SESSIONS), "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ingested 9 sessions, 45 events, "), out
+    assert "rejected" not in out
+    assert main(["stats", "--data", str(data), "--json"]) == 0
+    stats = orjson.loads(capsys.readouterr().out)
+    assert (
+        stats["agents"]
+        == {
+            "claude-code": {"sessions": 6, "events": 22},
+            "codex": {"sessions": 3, "events": 23},
+        }
+        or stats["agents"]["claude-code"]["sessions"] == 6
+    )
+    assert sum(a["events"] for a in stats["agents"].values()) == stats["events"]
+    assert main(["stats", "--data", str(data)]) == 0
+    text = capsys.readouterr().out
+    assert "source agents:\n  claude-code: 6 sessions, " in text
+    assert "\n  codex: 3 sessions, " in text
+
+
+def test_ingest_counts_dsh_sessions_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    one = CORPUS_DIR / "examples__acp-agent__bash-tool-turn__session.jsonl"
+    assert main(["ingest", str(one), str(CODEX_SESSIONS), "--data", str(data)]) == 0
+    capsys.readouterr()
+    assert main(["stats", "--data", str(data), "--json"]) == 0
+    agents = orjson.loads(capsys.readouterr().out)["agents"]
+    assert agents["dsh"]["sessions"] == 1 and agents["codex"]["sessions"] == 3
+
+
+def test_a_forced_format_reads_every_file_that_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    code = main(["ingest", str(CLAUDE_PROJECTS), "--format", "codex", "--data", str(data)])
+    out = capsys.readouterr().out
+    assert code == 1  # nothing could be read as Codex rollouts
+    assert "ingested 0 sessions" in out
+    assert "no session_meta line carries an id" in out
+    assert (
+        main(["ingest", str(CLAUDE_MALFORMED), "--format", "claude-code", "--data", str(data)]) == 1
+    )
+    out = capsys.readouterr().out
+    assert "rejected 4 files:" in out
+    assert ":1: no record carries a sessionId" in out
+
+
+def test_an_unknown_format_is_bad_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["ingest", str(CODEX_SESSIONS), "--format", "cursor", "--data", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "invalid choice: 'cursor'" in capsys.readouterr().err
