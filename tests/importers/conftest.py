@@ -3,7 +3,7 @@ ingested from both."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -60,7 +60,7 @@ class Tools:
         self.service = StoreQueryService(data)
         self.pipeline = Pipeline(self.service)
 
-    async def text(self, tool: str, arguments: dict[str, object], caller: str) -> str:
+    async def text(self, tool: str, arguments: Mapping[str, object], caller: str) -> str:
         result = await self.pipeline.call(tool, arguments, Caller(caller))
         assert result.ok, result
         return result.text

@@ -87,8 +87,16 @@ async def test_an_orphan_subagent_is_kept_with_its_missing_parent_named(tools: T
     assert f"Session {CC_ORPHAN} — " in search
 
 
+def _reader(target: str) -> str:
+    """A caller in the target's workspace that is not the target (a search of one's own
+    session stops at its current step)."""
+    if target in CODEX_SESSION_IDS:
+        return CX_ORPHAN if target != CX_ORPHAN else CX_MAIN
+    return CC_ORPHAN if target != CC_ORPHAN else CC_MAIN
+
+
 @pytest.mark.parametrize(
-    ("caller", "query", "event_type"),
+    ("target", "query", "event_type"),
     [
         (CC_MAIN, "PINEAPPLE", "user/message"),
         (CC_MAIN, "MANGO_FUNCTION", "assistant/message"),
@@ -111,14 +119,15 @@ async def test_an_orphan_subagent_is_kept_with_its_missing_parent_named(tools: T
     ],
 )
 async def test_search_finds_user_assistant_tool_use_and_tool_result_text(
-    tools: Tools, caller: str, query: str, event_type: str
+    tools: Tools, target: str, query: str, event_type: str
 ) -> None:
-    text = await tools.text("session_event_search", {"query": query}, caller)
+    arguments = {"query": query, "session_id": target}
+    text = await tools.text("session_event_search", arguments, _reader(target))
     assert f"| {event_type} | current |" in text, text
 
 
 @pytest.mark.parametrize(
-    ("caller", "query"),
+    ("target", "query"),
     [
         (CC_MAIN, "SECRETTHOUGHT"),  # thinking: a reasoning block, never searchable
         (CC_MAIN, "UNKNOWNTYPE_TOKEN"),  # an unknown record: log-only, kept verbatim
@@ -127,22 +136,34 @@ async def test_search_finds_user_assistant_tool_use_and_tool_result_text(
     ],
 )
 async def test_thinking_and_unmapped_records_are_kept_but_not_searchable(
-    tools: Tools, caller: str, query: str
+    tools: Tools, target: str, query: str
 ) -> None:
-    text = await tools.text("session_event_search", {"query": query}, caller)
+    arguments = {"query": query, "session_id": target}
+    text = await tools.text("session_event_search", arguments, _reader(target))
     assert "No prior event matches found." in text, text
 
 
 async def test_a_thinking_block_is_read_back_verbatim(tools: Tools) -> None:
-    text = await tools.text("session_event_read", {"seq": 3}, CC_MAIN)
+    text = await tools.text("session_event_read", {"seq": 4}, CC_MAIN)
     assert "SECRETTHOUGHT" in text
     assert '"type":"reasoning"' in text
 
 
 async def test_event_search_hits_each_agents_text_only_once(tools: Tools) -> None:
     # Codex repeats messages as event_msg lines; those stay log-only (no double hits).
-    text = await tools.text("session_event_search", {"query": "LIMEADE"}, CX_MAIN)
+    arguments = {"query": "LIMEADE", "session_id": CX_MAIN}
+    text = await tools.text("session_event_search", arguments, CX_CHILD)
     assert "Event search results (1):" in text, text
+
+
+async def test_an_imported_caller_searches_its_own_session_before_its_current_step(
+    tools: Tools,
+) -> None:
+    # step/start marks each model call: the last one (seq 14) is the current step.
+    earlier = await tools.text("session_event_search", {"query": "DRAGONFRUIT"}, CC_MAIN)
+    assert "seq 13 | user/message | current |" in earlier, earlier
+    current = await tools.text("session_event_search", {"query": "STARFRUIT"}, CC_MAIN)
+    assert "No prior event matches found." in current, current
 
 
 async def test_session_search_shows_the_source_agent_and_the_summary_title(tools: Tools) -> None:

@@ -90,11 +90,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         sys.stdout.write(orjson.dumps(stats.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
         return EXIT_OK
     for key, value in stats.to_json().items():
-        if key != "agents":
-            print(f"{key}: {value}")
-    print("source agents:")
-    for agent, counts in stats.agents.items():
-        print(f"  {agent}: {counts['sessions']} sessions, {counts['events']} events")
+        print(f"{key}: {value}")
     return EXIT_OK
 
 

@@ -40,9 +40,9 @@ __all__ = [
 EXTENSION_KEY: Final = "source_agent"
 SEARCH_TOOL: Final = "session_search"
 MAX_AGENTS: Final = 16
-# A session id no log can carry: an empty intersection still runs the search (whose
+# A session id reserved for this: an empty intersection still runs the search (whose
 # text then says it found nothing) instead of failing on an empty ``session_ids``.
-NO_SESSION: Final = "\u0000no-session"
+NO_SESSION: Final = "sessionq:no-such-session"
 
 
 class ExtensionError(ValueError):

@@ -25,6 +25,7 @@ __all__ = ["EventBuilder", "iso_ms", "text_block", "tool_call_block", "tool_resu
 
 CLAUDE_CODE: Final = "claude-code"
 CODEX: Final = "codex"
+STEP_START: Final = "step/start"
 
 
 def iso_ms(value: Any) -> int | None:
@@ -75,18 +76,35 @@ class EventBuilder:
 
     A record without a usable timestamp (Claude Code's ``summary``) takes the time of
     the event before it, or the session's creation time when it comes first.
+
+    Model steps are marked as dsh marks them: a log-only ``step/start {turn, step}``
+    before the first assistant event after a user message or tool result (one model
+    call), the turn counted by user messages. It is the boundary a current-session event
+    search stops at, so an imported session can be a caller like a dsh one.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._pending: list[tuple[str, int | None, Any]] = []
         self.line = 0
+        self._turn = 0
+        self._step = 0
+        self._in_step = False
 
     def reject(self, rule: str, line: int | None = None) -> LogRejectedError:
         return LogRejectedError(self.path, line if line is not None else self.line, rule)
 
     def add(self, etype: str, time: int | None, data: Any) -> None:
         """Queue one event (``surfaceOp: append`` for the surface-eligible types)."""
+        if etype == "user/message":
+            self._turn, self._step, self._in_step = self._turn + 1, 0, False
+        elif etype == "tool/result":
+            self._in_step = False
+        elif etype == "assistant/message" and not self._in_step:
+            self._step += 1
+            self._in_step = True
+            step = {"turn": self._turn, "step": self._step}
+            self._pending.append((STEP_START, time, step))
         self._pending.append((etype, time, data))
 
     def finish(self, header: SessionHeader) -> SessionLog:
