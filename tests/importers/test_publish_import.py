@@ -98,5 +98,5 @@ async def test_follow_publishes_both_trees_and_an_appended_record(
         for r in records
         if r["kind"] == "events" and r["session_id"] == CC_MAIN
     ]
-    assert tails == [list(range(14)), [14]]  # only the new tail after the first scan
+    assert tails == [list(range(17)), [17]]  # only the new tail after the first scan
     assert await read_topic(kafka_bootstrap, topics.dlq) == []

@@ -189,7 +189,9 @@ def _kafka_commands(sub: argparse._SubParsersAction[Any]) -> None:
     _ops(p)
     p.set_defaults(handler=cmd_worker)
 
-    p = sub.add_parser("publish", help="publish dsh session logs to the events topic")
+    p = sub.add_parser(
+        "publish", help="publish session logs (dsh, Claude Code, Codex) to the events topic"
+    )
     p.add_argument("paths", nargs="+", help="session log files or dsh roots")
     _bootstrap(p)
     p.add_argument("--follow", action="store_true", help="keep publishing appended events")
@@ -217,7 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_delete_command(sub, _bootstrap)
 
     p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
-    setting(p, "--sessions", nargs="+", type=Path, help="dsh session root(s) or log files")
+    setting(
+        p,
+        "--sessions",
+        nargs="+",
+        type=Path,
+        help="session roots (dsh, Claude Code, Codex) or files",
+    )
     _format(p)
     _data(p)
     setting(p, "--listen", help="HTTP HOST:PORT")

@@ -19,7 +19,7 @@ from typing import Final, Literal, get_args
 from indexer.errors import LogValidationError
 from indexer.logs.importers.claude_code import CLAUDE_RECORD_TYPES, read_claude_code, subagent_of
 from indexer.logs.importers.codex import read_codex
-from indexer.logs.jsonl import ZSTD_MAGIC, iter_lines
+from indexer.logs.jsonl import ZSTD_MAGIC
 from indexer.logs.reader import SessionLog, parse_line, read_log
 from indexer.logs.roots import discover, implied_session_id
 
@@ -39,14 +39,14 @@ class LogSource:
 
 
 def _first_line(path: Path) -> object:
-    """The first line of a file, decoded, or ``None``: a bounded read (a zstd file is
-    decompressed through the log reader, a plain one read only up to ``_PEEK_BYTES``)."""
+    """The first line of a plain file, decoded, or ``None`` (a bounded read of
+    ``_PEEK_BYTES``). A zstd file is a dsh log: neither Claude Code nor Codex writes
+    one, so it is never decompressed here."""
     try:
         with path.open("rb") as f:
             head = f.read(_PEEK_BYTES)
         if head.startswith(ZSTD_MAGIC):
-            first = next(iter_lines(path), None)
-            return parse_line(first[1]) if first is not None else None
+            return {"type": "session"}
         line = head.split(b"\n", 1)[0]
         return parse_line(line) if line.strip() else None
     except (OSError, LogValidationError):
