@@ -54,11 +54,17 @@ def test_a_forced_format_reads_every_file_that_way(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data"
+    # A Claude Code tree has no rollout-*.jsonl: forced to Codex, nothing is found.
     code = main(["ingest", str(CLAUDE_PROJECTS), "--format", "codex", "--data", str(data)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "no session logs found" in captured.err
+    # A Claude Code file forced to Codex is read as one, and rejected with the reason.
+    one = CLAUDE_PROJECTS / "-home-dev-shop" / "11111111-1111-4111-8111-111111111111.jsonl"
+    assert main(["ingest", str(one), "--format", "codex", "--data", str(data)]) == 1
     out = capsys.readouterr().out
-    assert code == 1  # nothing could be read as Codex rollouts
     assert "ingested 0 sessions" in out
-    assert "no session_meta line carries an id" in out
+    assert f"  {one}:1: no session_meta line carries an id" in out
     assert (
         main(["ingest", str(CLAUDE_MALFORMED), "--format", "claude-code", "--data", str(data)]) == 1
     )

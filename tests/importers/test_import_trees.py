@@ -84,6 +84,7 @@ async def test_an_orphan_subagent_is_kept_with_its_missing_parent_named(tools: T
     assert text.startswith(f"Session {CC_ORPHAN} — ")
     assert "Source agent: claude-code" in text
     search = await tools.text("session_search", {"query": "ORPHAN_FIG"}, CC_MAIN)
+    assert "   Source agent: claude-code" in search
     assert f"Session {CC_ORPHAN} — " in search
 
 
@@ -146,7 +147,7 @@ async def test_thinking_and_unmapped_records_are_kept_but_not_searchable(
 async def test_a_thinking_block_is_read_back_verbatim(tools: Tools) -> None:
     text = await tools.text("session_event_read", {"seq": 4}, CC_MAIN)
     assert "SECRETTHOUGHT" in text
-    assert '"type":"reasoning"' in text
+    assert '"type": "reasoning"' in text
 
 
 async def test_event_search_hits_each_agents_text_only_once(tools: Tools) -> None:
@@ -167,12 +168,13 @@ async def test_an_imported_caller_searches_its_own_session_before_its_current_st
 
 
 async def test_session_search_shows_the_source_agent_and_the_summary_title(tools: Tools) -> None:
-    text = await tools.text("session_search", {"query": "PINEAPPLE"}, CC_MAIN)
+    # A search never lists the caller's own session: ask from another one of the workspace.
+    text = await tools.text("session_search", {"query": "PINEAPPLE"}, CC_LEGACY_PARENT)
     assert f"Session {CC_MAIN} — Fruit inventory refactor" in text, text
     assert "   Source agent: claude-code\n" in text
     # The other workspace's session holds the word too and is not visible.
     assert CC_OTHER not in text
-    codex = await tools.text("session_search", {"query": "BLUEBERRY"}, CX_MAIN)
+    codex = await tools.text("session_search", {"query": "BLUEBERRY"}, CX_CHILD)
     assert "   Source agent: codex\n" in codex
 
 

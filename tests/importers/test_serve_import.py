@@ -14,6 +14,7 @@ import orjson
 from tests.data_paths import CORPUS_DIR
 from tests.importers.conftest import (
     CC_CHILD,
+    CC_LEGACY_PARENT,
     CC_MAIN,
     CLAUDE_PROJECTS,
     CODEX_SESSIONS,
@@ -55,7 +56,8 @@ async def test_the_watcher_follows_a_claude_code_tree(tmp_path: Path) -> None:
         assert emb.service.get_session(CC_CHILD) is not None
 
         async def search(query: str) -> str:
-            body = call_body("session_event_search", {"query": query}, CC_MAIN)
+            arguments = {"query": query, "session_id": CC_MAIN}
+            body = call_body("session_event_search", arguments, CC_LEGACY_PARENT)
             async with http.post(f"{base}/v1/call", json=body) as resp:
                 reply = await resp.json()
             assert reply["ok"], reply
@@ -105,7 +107,8 @@ async def test_call_extension_narrows_a_search_to_the_given_agents(tmp_path: Pat
     shop = claude / "-home-dev-shop"
     dsh = DSH_SHOP.read_bytes().replace(b'"/home/dev/acp-agent"', b'"/home/dev/shop"', 1)
     (sessions / "dsh-shop.jsonl").write_bytes(dsh)
-    (sessions / f"{CC_MAIN}.jsonl").write_bytes((shop / f"{CC_MAIN}.jsonl").read_bytes())
+    for sid in (CC_MAIN, CC_LEGACY_PARENT):  # the second one is the caller
+        (sessions / f"{sid}.jsonl").write_bytes((shop / f"{sid}.jsonl").read_bytes())
     dsh_id = orjson.loads(dsh.split(b"\n", 1)[0])["id"]
     async with running_embedded(sessions, tmp_path / "data") as (emb, base, http):
         assert emb.status.rejected == {}
@@ -115,7 +118,7 @@ async def test_call_extension_narrows_a_search_to_the_given_agents(tmp_path: Pat
                 return resp.status, await resp.json()
 
         # "the" is in both sessions' text.
-        plain = call_body("session_search", {"query": "the"}, CC_MAIN)
+        plain = call_body("session_search", {"query": "the"}, CC_LEGACY_PARENT)
         status, reply = await post(plain)
         assert status == 200 and reply["ok"], reply
         assert CC_MAIN in str(reply["text"]) and dsh_id in str(reply["text"])
@@ -135,7 +138,9 @@ async def test_call_extension_narrows_a_search_to_the_given_agents(tmp_path: Pat
         assert CC_MAIN not in str(reply["text"]) and dsh_id not in str(reply["text"])
 
         # Intersected with the call's own session_ids.
-        both = call_body("session_search", {"query": "the", "session_ids": [dsh_id]}, CC_MAIN)
+        both = call_body(
+            "session_search", {"query": "the", "session_ids": [dsh_id]}, CC_LEGACY_PARENT
+        )
         status, reply = await post({**both, "extensions": {"source_agent": ["claude-code"]}})
         assert CC_MAIN not in str(reply["text"]) and dsh_id not in str(reply["text"])
 

@@ -79,13 +79,14 @@ def _codex_files(root: Path) -> list[Path]:
     out: list[Path] = []
     for base in bases:
         if base.is_dir():
-            out.extend(p for p in base.rglob("rollout-*.jsonl") if p.is_file())
+            out.extend(p for p in base.rglob("rollout-*.jsonl") if not p.is_dir())
     return sorted(out)
 
 
 def _project_files(project: Path) -> list[Path]:
-    top = sorted(p for p in project.glob("*.jsonl") if p.is_file())
-    nested = sorted(p for p in project.glob("*/subagents/*.jsonl") if p.is_file())
+    # Not only regular files: a dangling link is listed, so reading it reports why.
+    top = sorted(p for p in project.glob("*.jsonl") if not p.is_dir())
+    nested = sorted(p for p in project.glob("*/subagents/*.jsonl") if not p.is_dir())
     return top + nested
 
 
