@@ -14,6 +14,7 @@ import pytest
 from indexer.query.service import StoreQueryService
 from tests.importers.conftest import (
     CC_CHILD,
+    CC_LEGACY_PARENT,
     CC_MAIN,
     CLAUDE_PROJECTS,
     CLAUDE_SESSIONS,
@@ -78,8 +79,9 @@ async def test_follow_publishes_both_trees_and_an_appended_record(
                 f.write(orjson.dumps(record) + b"\n")
 
             async def found() -> bool:
+                arguments = {"query": "TAMARIND", "session_id": CC_MAIN}
                 reply = await tools.call(
-                    "session_event_search", {"query": "TAMARIND"}, Caller(CC_MAIN)
+                    "session_event_search", arguments, Caller(CC_LEGACY_PARENT)
                 )
                 return "| user/message | current |" in reply.text
 
