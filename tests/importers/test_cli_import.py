@@ -78,3 +78,24 @@ def test_an_unknown_format_is_bad_usage(tmp_path: Path, capsys: pytest.CaptureFi
         main(["ingest", str(CODEX_SESSIONS), "--format", "cursor", "--data", str(tmp_path)])
     assert exc.value.code == 2
     assert "invalid choice: 'cursor'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["serve", "--sessions", "x", "--data", "d"], ["publish", "x"]])
+def test_serve_and_publish_take_the_format_from_the_flag_or_the_environment(
+    command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from worker.cli.main import build_parser
+    from worker.cli.options import settings_from
+    from worker.settings import PublishSettings, ServeSettings
+
+    def fmt(argv: list[str]) -> str:
+        args = build_parser().parse_args(argv)
+        if argv[0] == "serve":
+            return settings_from(ServeSettings, args).format
+        return settings_from(PublishSettings, args).format
+
+    monkeypatch.setenv("SESSIONQ_BOOTSTRAP", "127.0.0.1:9")
+    assert fmt(command) == "auto"
+    monkeypatch.setenv("SESSIONQ_FORMAT", "codex")
+    assert fmt(command) == "codex"
+    assert fmt([*command, "--format", "claude-code"]) == "claude-code"
