@@ -1,6 +1,7 @@
 """Files that cannot be read are reported with file, line and reason, and the other
 files go on: a torn last line, a line that is not a record, a record without a type,
-a file without a session id (Claude Code) or without a ``session_meta`` id (Codex)."""
+a file without a session id (Claude Code; a file of resume summaries only says so) or
+without a ``session_meta`` id (Codex)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def test_each_broken_file_is_reported_and_the_others_are_ingested(tmp_path: Path
             cc("6", 1, "no record carries a sessionId"),
             cc("7", 2, "record is not a JSON object"),
             cc("8", 1, "record has no type"),
+            cc("9", 1, "no conversation: only summary records, none carries a sessionId"),
             cx("09-00-00", 4, 2, f"{torn} 102 (char 101)"),
             cx("09-10-00", 5, 1, "no session_meta line carries an id"),
             cx("09-20-00", 6, 2, "record has no type"),

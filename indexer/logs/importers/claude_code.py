@@ -38,6 +38,7 @@ __all__ = ["CLAUDE_RECORD_TYPES", "read_claude_code", "subagent_of"]
 CLAUDE_RECORD_TYPES: Final = frozenset(
     {"user", "assistant", "summary", "system", "file-history-snapshot", "queue-operation"}
 )
+_SIDE_RECORDS: Final = frozenset({"summary", "file-history-snapshot"})
 _IMPORT_KEYS: Final = ("uuid", "parentUuid", "isSidechain", "agentId", "isMeta", "requestId")
 
 
@@ -190,6 +191,7 @@ def read_claude_code(path: Path | str) -> SessionLog:
     agent_id = subagent_of(path)
     cwd: str | None = None
     created: int | None = None
+    kinds: set[str] = set()
     try:
         for line_no, raw in iter_lines(path):
             b.line = line_no
@@ -206,6 +208,7 @@ def read_claude_code(path: Path | str) -> SessionLog:
                 session_id = record["sessionId"]
             if cwd is None and isinstance(record.get("cwd"), str):
                 cwd = record["cwd"]
+            kinds.add(rtype)
             time = iso_ms(record.get("timestamp"))
             if created is None and time is not None:
                 created = time
@@ -223,6 +226,10 @@ def read_claude_code(path: Path | str) -> SessionLog:
         raise b.reject(exc.message, exc.line) from exc
     if session_id is None:
         session_id = _parent_from_layout(path) if agent_id is not None else None
+    if session_id is None and kinds and kinds <= _SIDE_RECORDS:
+        # Claude Code leaves files of resume summaries / file snapshots beside sessions.
+        listed = ", ".join(sorted(kinds))
+        raise b.reject(f"no conversation: only {listed} records, none carries a sessionId", 1)
     if session_id is None:
         raise b.reject("no record carries a sessionId", 1)
     if created is None:
