@@ -1,4 +1,5 @@
-"""Ingest dsh session log files (or dsh persistence roots) into a data directory.
+"""Ingest session log files (dsh logs and roots, Claude Code and Codex trees through
+``indexer.logs.importers``) into a data directory.
 
 Each file is one unit of the record path (``Store.apply``): its header and its events
 apply together or not at all, so a rejected file leaves nothing behind and never stops
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexer.errors import BatchAbortedError, SessionqError
-from indexer.logs.reader import LogRejectedError, read_log
+from indexer.logs.importers.detect import LogSource, read_source
+from indexer.logs.reader import LogRejectedError
 from indexer.store.data_dir import Store
 
 
@@ -83,18 +85,20 @@ def _commit(store: Store, batch: _Batch, summary: IngestSummary) -> None:
 
 def ingest_files(
     store: Store,
-    files: Iterable[Path],
+    files: Iterable[Path | LogSource],
     *,
     commit_every_events: int = 200_000,
     on_file: Callable[[Path], None] | None = None,
 ) -> IngestSummary:
-    """Apply every log; commit every ``commit_every_events`` events and at the end."""
+    """Apply every log (a bare path is a dsh log); commit every ``commit_every_events``
+    events and at the end."""
     summary = IngestSummary()
     batch = _Batch()
-    for path in files:
+    for item in files:
+        path = item.path if isinstance(item, LogSource) else item
         summary.files += 1
         try:
-            log = read_log(path)
+            log = read_source(item)
             applied = store.apply(log)
         except LogRejectedError as exc:
             summary.rejected.append(Rejection(path, str(exc)))

@@ -27,6 +27,11 @@ REQUESTS_TOPIC = "sessionq.requests"
 DLQ_TOPIC = "sessionq.dlq"
 REPLIES_TOPIC = "sessionq.replies"
 
+# How session log files are read: recognised per root and file, or one format forced
+# (indexer.logs.importers.detect; "auto" is None there).
+SourceFormat = Literal["auto", "dsh", "claude-code", "codex"]
+FORMAT_DESCRIPTION = "log format of the paths: auto (recognised), dsh, claude-code, codex"
+
 
 def env_name(field: str) -> str:
     return ENV_PREFIX + field.upper()
@@ -266,6 +271,7 @@ class IngestSettings(RoleSettings):
 
     data: Path = Field(description="data directory")
     commit_every: int = Field(default=200_000, ge=1, description="commit after this many events")
+    format: SourceFormat = Field(default="auto", description=FORMAT_DESCRIPTION)
 
 
 class S3Settings(BaseModel):

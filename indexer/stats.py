@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from indexer.model.header import DSH_AGENT
 from indexer.store.data_dir import index_path, sqlite_path
 from indexer.store.sqlite_tables import connect
 from indexer.store.tantivy import TantivyIndex
@@ -23,6 +25,8 @@ class StoreStats:
     offsets: dict[str, int]
     sqlite_bytes: int
     index_bytes: int
+    # source agent -> {"sessions": n, "events": m}; a header without one is "dsh"
+    agents: dict[str, dict[str, int]]
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -39,6 +43,17 @@ def _dir_bytes(path: Path) -> int:
     return total
 
 
+def _agent_counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+    """Sessions and events per source agent, from the stored header JSON; a session's
+    ``next_seq`` is its event count (events are contiguous from seq 0)."""
+    rows = conn.execute(
+        "SELECT COALESCE(json_extract(header, '$.sourceAgent'), ?), COUNT(*),"
+        " COALESCE(SUM(next_seq), 0) FROM sessions GROUP BY 1 ORDER BY 1",
+        (DSH_AGENT,),
+    )
+    return {agent: {"sessions": n, "events": e} for agent, n, e in rows}
+
+
 def store_stats(data_dir: Path) -> StoreStats:
     conn = connect(sqlite_path(data_dir), readonly=True)
     try:
@@ -48,6 +63,7 @@ def store_stats(data_dir: Path) -> StoreStats:
         ).fetchone()
         # Seqs are contiguous from 0: a session holds next_seq events.
         (events,) = conn.execute("SELECT COALESCE(SUM(next_seq), 0) FROM sessions").fetchone()
+        agents = _agent_counts(conn)
         offsets = {
             f"{t}[{p}]": o
             for t, p, o in conn.execute(
@@ -74,4 +90,5 @@ def store_stats(data_dir: Path) -> StoreStats:
         offsets=offsets,
         sqlite_bytes=sqlite_bytes,
         index_bytes=_dir_bytes(index_path(data_dir)),
+        agents=agents,
     )

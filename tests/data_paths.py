@@ -19,3 +19,7 @@ CORPUS_DIR: Final = DATA_DIR / "dsh"
 UPSTREAM_TOOL_SCHEMAS: Final = DATA_DIR / "upstream-tool-schemas.json"
 # JavaScript reference outputs produced by Node 20 (number and string formatting).
 JS_VECTORS: Final = DATA_DIR / "js_vectors.json"
+# Logs written by hand in the Claude Code and Codex formats (the importers' fixtures:
+# ``projects``/``sessions`` read cleanly, ``malformed`` holds one broken file per case).
+CLAUDE_CODE_DIR: Final = DATA_DIR / "claude-code"
+CODEX_DIR: Final = DATA_DIR / "codex"

@@ -7,7 +7,13 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from indexer.settings import KafkaSettings, RoleSettings, ServiceSettings
+from indexer.settings import (
+    FORMAT_DESCRIPTION,
+    KafkaSettings,
+    RoleSettings,
+    ServiceSettings,
+    SourceFormat,
+)
 from worker.limits import ToolLimits
 
 REPLY_TOPIC_PATTERNS = ("sessionq.replies", "sessionq.replies.*")  # the worker's default
@@ -72,6 +78,7 @@ class ServeSettings(ServiceSettings):
     command: ClassVar[str] = "serve"
 
     sessions: list[Path] = Field(min_length=1, description="dsh session roots or log files")
+    format: SourceFormat = Field(default="auto", description=FORMAT_DESCRIPTION)
     data: Path = Field(description="data directory")
     tools: ToolLimits = Field(default_factory=ToolLimits)
     listen: str = Field(default="127.0.0.1:8765", description="HTTP HOST:PORT")
@@ -129,6 +136,7 @@ class PublishSettings(ServiceSettings):
     command: ClassVar[str] = "publish"
 
     kafka: KafkaSettings
+    format: SourceFormat = Field(default="auto", description=FORMAT_DESCRIPTION)
 
 
 class DeleteSettings(RoleSettings):

@@ -1,4 +1,5 @@
-"""Turn a set of dsh log files (or roots) into event-stream records, once or repeatedly.
+"""Turn a set of log files (or roots: dsh, Claude Code, Codex) into event-stream records,
+once or repeatedly.
 
 ``LogWatcher.scan()`` re-reads only logs whose size or mtime changed and yields what is
 new since the last scan: a ``header`` record for a new session, ``events`` records for
@@ -13,8 +14,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.logs.reader import LogRejectedError, read_log
-from indexer.logs.roots import discover
+from indexer.logs.importers.detect import LogFormat, LogSource, discover_sources, read_source
+from indexer.logs.reader import LogRejectedError
 from indexer.model import SessionEvent
 from indexer.model.records import DeleteRecord, EventsRecord, EventStreamRecord, HeaderRecord
 
@@ -58,6 +59,7 @@ class Emitted:
 class LogWatcher:
     paths: Sequence[Path]
     max_record_bytes: int = MAX_RECORD_BYTES
+    format: LogFormat | None = None  # None: recognised per root and per file
     rejected: dict[str, str] = field(default_factory=dict)
     _files: dict[Path, _Tracked] = field(default_factory=dict)
     _keys: dict[str, str] = field(default_factory=dict)
@@ -68,9 +70,10 @@ class LogWatcher:
 
     def scan(self) -> list[Emitted]:
         out: list[Emitted] = []
-        present = set(discover(self.paths))
+        sources = {s.path: s for s in discover_sources(self.paths, self.format)}
+        present = set(sources)
         for path in sorted(present):
-            out.extend(self._scan_file(path))
+            out.extend(self._scan_file(sources[path]))
         deletes, self._deletes = self._deletes, {}
         for path in [p for p in self._files if p not in present]:
             tracked = self._files.pop(path)
@@ -110,7 +113,8 @@ class LogWatcher:
             if sid in wanted:
                 self._deletes[sid] = key
 
-    def _scan_file(self, path: Path) -> list[Emitted]:
+    def _scan_file(self, source: LogSource) -> list[Emitted]:
+        path = source.path
         tracked = self._files.setdefault(path, _Tracked())
         try:
             st = path.stat()
@@ -121,7 +125,7 @@ class LogWatcher:
             return []
         tracked.signature = signature
         try:
-            session = read_log(path)
+            session = read_source(source)
         except LogRejectedError as exc:
             if self.rejected.get(str(path)) != str(exc):
                 log.warning("skipping %s", exc)

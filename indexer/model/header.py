@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from indexer.errors import LogValidationError
 
 MAX_SAFE_INTEGER = 9007199254740991
+DSH_AGENT = "dsh"
 
 
 def is_safe_int(value: Any) -> bool:
@@ -42,6 +43,8 @@ class SessionHeader(BaseModel):
     origin: Literal["subagent"] | None = None
     delegation_depth: int | None = Field(default=None, alias="delegationDepth")
     agent_preset: str | None = Field(default=None, alias="agentPreset")
+    # The agent whose log the session was imported from; absent = a dsh session.
+    source_agent: str | None = Field(default=None, alias="sourceAgent")
 
     def to_json(self) -> dict[str, Any]:
         """The on-disk header object (``type`` tag excluded), optional fields only when set."""
@@ -58,7 +61,14 @@ class SessionHeader(BaseModel):
             out["delegationDepth"] = self.delegation_depth
         if self.agent_preset is not None:
             out["agentPreset"] = self.agent_preset
+        if self.source_agent is not None:
+            out["sourceAgent"] = self.source_agent
         return out
+
+    @property
+    def agent(self) -> str:
+        """The source agent, ``dsh`` when the header names none."""
+        return self.source_agent if self.source_agent is not None else DSH_AGENT
 
     def compatible_with(self, other: SessionHeader) -> bool:
         """SPEC §1.1: the immutable fields two observations of one session must share."""
@@ -70,6 +80,7 @@ class SessionHeader(BaseModel):
             and self.parent_session == other.parent_session
             and self.seed_length == other.seed_length
             and (self.delegation_depth or 0) == (other.delegation_depth or 0)
+            and self.source_agent == other.source_agent
         )
 
     @property
@@ -97,6 +108,7 @@ def parse_header(obj: Any, *, expected_id: str | None = None) -> SessionHeader:
         "origin",
         "delegationDepth",
         "agentPreset",
+        "sourceAgent",
     }
     unknown = [k for k in obj if k not in allowed]
     if unknown:
@@ -132,6 +144,9 @@ def parse_header(obj: Any, *, expected_id: str | None = None) -> SessionHeader:
         raise LogValidationError('session header origin must be "subagent"')
     if "agentPreset" in obj and not isinstance(obj["agentPreset"], str):
         raise LogValidationError("session header agentPreset must be a string")
+    agent = obj.get("sourceAgent")
+    if "sourceAgent" in obj and (not isinstance(agent, str) or not agent):
+        raise LogValidationError("session header sourceAgent must be a non-empty string")
     return SessionHeader(
         version=0,
         id=sid,
@@ -142,4 +157,5 @@ def parse_header(obj: Any, *, expected_id: str | None = None) -> SessionHeader:
         origin=obj.get("origin"),
         delegationDepth=int(obj["delegationDepth"]) if "delegationDepth" in obj else None,
         agentPreset=obj.get("agentPreset"),
+        sourceAgent=agent,
     )

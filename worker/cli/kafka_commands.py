@@ -104,7 +104,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     async def main() -> int:
         producer = Producer(kafka, client_id="sessionq-publisher", linger_ms=5)
         await producer.start()
-        publisher = Publisher(producer, kafka.events_topic)
+        forced = None if settings.format == "auto" else settings.format
+        publisher = Publisher(producer, kafka.events_topic, format=forced)
         on_terminate(publisher.stop)
         try:
             await publisher.run([Path(p) for p in args.paths], follow=args.follow)

@@ -70,6 +70,15 @@ def _ops(p: argparse.ArgumentParser) -> None:
     _logs(p)
 
 
+def _format(p: argparse.ArgumentParser) -> None:
+    setting(
+        p,
+        "--format",
+        choices=["auto", "dsh", "claude-code", "codex"],
+        help="log format of the paths (auto: recognised per root and file)",
+    )
+
+
 def _retention(p: argparse.ArgumentParser) -> None:
     setting(
         p, "--retain-days", type=positive_int, help="delete sessions whose newest event is older"
@@ -83,9 +92,10 @@ def _tool_limits(p: argparse.ArgumentParser) -> None:
 
 
 def _store_commands(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("ingest", help="index dsh session logs (files or dsh roots)")
+    p = sub.add_parser("ingest", help="index session logs (dsh, Claude Code, Codex)")
     p.add_argument("paths", nargs="+", help="session log files or directories")
     _data(p)
+    _format(p)
     setting(p, "--commit-every", type=positive_int, help="commit after this many events")
     p.set_defaults(handler=cmd_ingest)
 
@@ -180,10 +190,13 @@ def _kafka_commands(sub: argparse._SubParsersAction[Any]) -> None:
     _ops(p)
     p.set_defaults(handler=cmd_worker)
 
-    p = sub.add_parser("publish", help="publish dsh session logs to the events topic")
+    p = sub.add_parser(
+        "publish", help="publish session logs (dsh, Claude Code, Codex) to the events topic"
+    )
     p.add_argument("paths", nargs="+", help="session log files or dsh roots")
     _bootstrap(p)
     p.add_argument("--follow", action="store_true", help="keep publishing appended events")
+    _format(p)
     _logs(p)
     p.set_defaults(handler=cmd_publish)
 
@@ -208,7 +221,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_mcp_command(sub, _bootstrap, _tool_limits, _logs)
 
     p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
-    setting(p, "--sessions", nargs="+", type=Path, help="dsh session root(s) or log files")
+    setting(
+        p,
+        "--sessions",
+        nargs="+",
+        type=Path,
+        help="session roots (dsh, Claude Code, Codex) or files",
+    )
+    _format(p)
     _data(p)
     setting(p, "--listen", help="HTTP HOST:PORT")
     setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")

@@ -28,7 +28,7 @@ from worker.settings import CallSettings, ManifestSettings, StatsSettings
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from indexer.ingest import ingest_files
-    from indexer.logs.roots import discover
+    from indexer.logs.importers.detect import discover_sources
     from indexer.store.data_dir import Store
 
     settings = settings_from(IngestSettings, args)
@@ -36,7 +36,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     missing = [p for p in paths if not p.exists()]
     for p in missing:
         print(f"sessionq ingest: no such file or directory: {p}", file=sys.stderr)
-    files = list(discover([p for p in paths if p.exists()]))
+    forced = None if settings.format == "auto" else settings.format
+    files = discover_sources([p for p in paths if p.exists()], forced)
     if not files and missing:
         return EXIT_FAILED
     store = Store(settings.data)

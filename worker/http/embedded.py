@@ -45,6 +45,7 @@ from indexer.errors import (
     RecordRejectedError,
     SessionqError,
 )
+from indexer.logs.importers.detect import LogFormat
 from indexer.logs.watch import Emitted, LogWatcher
 from indexer.metrics import Metrics
 from indexer.model.records import DeleteRecord, HeaderRecord, record_session_id
@@ -64,6 +65,7 @@ from worker.contract.envelopes import (
     reply_for,
 )
 from worker.contract.errors import SESSION_NOT_FOUND, HarnessError
+from worker.http import source_agents as ext
 from worker.http.admin import StoreAdmin
 from worker.http.auth import OPEN_PATHS, bearer, token_matches
 from worker.http.ops import ops_routes
@@ -121,12 +123,13 @@ class Embedded:
         token: str | None = None,
         retain_days: int | None = None,
         retention_check_s: float = 60.0,
+        log_format: LogFormat | None = None,
     ) -> None:
         self.data = data
         self._token = token
         self.metrics = metrics if metrics is not None else Metrics("serve")
         self.store = Store(data, on_purge=self._purged)
-        self.watcher = LogWatcher(list(sessions))
+        self.watcher = LogWatcher(list(sessions), format=log_format)
         self.service = StoreQueryService(data)
         self.pipeline = Pipeline(self.service, limits, metrics=self.metrics)
         self.status = IngestStatus()
@@ -374,6 +377,7 @@ class Embedded:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             return self._bad(400, "BAD_REQUEST", f"body is not JSON: {exc}")
+        obj, extensions = ext.take_extensions(obj)
         try:
             call = HttpCall.model_validate(obj)
         except ValidationError as exc:
@@ -385,6 +389,10 @@ class Embedded:
                 f"unknown tool {call.tool!r}; known tools: {', '.join(sorted(TOOLS))}",
             )
         tool_request = call.to_request(str(uuid.uuid4()))
+        try:
+            tool_request = await ext.restrict_request(self.service, tool_request, extensions)
+        except ext.ExtensionError as exc:
+            return self._bad(400, "BAD_REQUEST", str(exc))
         result = await self.pipeline.answer(
             ToolCall.from_request(tool_request, sent_ms=received_ms)
         )
@@ -454,8 +462,12 @@ class Embedded:
         if isinstance(caller, web.Response):
             return caller
         try:
+            agents = ext.agents_of_query(request.query)
             resolved = await resolve_caller(self.service, caller, CancelToken())
             records = await self._visible_sessions(resolved)
+            records = [r for r in records if agents is None or r.header.agent in agents]
+        except ext.ExtensionError as exc:
+            return self._bad(400, "BAD_REQUEST", str(exc))
         except HarnessError as exc:
             status = 404 if exc.code == SESSION_NOT_FOUND else 500
             return self._bad(status, exc.code, exc.message)
@@ -474,6 +486,7 @@ class Embedded:
                     "cwd": r.header.cwd,
                     "parent": r.header.parent_session,
                     "created_at": r.header.created_at,
+                    "source_agent": r.header.agent,
                     "title": title_of.get(r.header.id),
                     "last_step_seq": await asyncio.to_thread(
                         self.service.last_step_start_seq, r.header.id

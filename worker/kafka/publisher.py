@@ -1,5 +1,6 @@
-"""Publish dsh session logs as event-stream records, so an existing dsh installation can
-feed sessionq without code (``sessionq publish``).
+"""Publish session logs as event-stream records, so an existing dsh installation (or a
+Claude Code or Codex log tree, ``indexer.logs.importers``) can feed sessionq without
+code (``sessionq publish``).
 
 Every record of a session carries the session's routing key (its cwd, or
 ``session:<id>``), so one session's records stay in order in one partition. ``--follow``
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer.kafka.group import Producer
+from indexer.logs.importers.detect import LogFormat
 from indexer.logs.watch import LogWatcher
 from indexer.model.records import encode_record
 
@@ -29,9 +31,10 @@ class PublishSummary:
 
 
 class Publisher:
-    def __init__(self, producer: Producer, topic: str) -> None:
+    def __init__(self, producer: Producer, topic: str, *, format: LogFormat | None = None) -> None:
         self.producer = producer
         self.topic = topic
+        self.format = format
         self.summary = PublishSummary()
         self.watcher: LogWatcher | None = None
         self._stopping = asyncio.Event()
@@ -40,7 +43,7 @@ class Publisher:
         self._stopping.set()
 
     async def run(self, paths: Sequence[Path], *, follow: bool, interval_s: float = 0.5) -> None:
-        self.watcher = LogWatcher(paths)
+        self.watcher = LogWatcher(paths, format=self.format)
         while True:
             # Pipelined: the idempotent producer keeps each partition's order, so records
             # are queued back to back and acknowledged together at the end of the scan.

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from indexer.model import SessionEvent
+from indexer.model import SessionEvent, SessionHeader
 from indexer.model.search import EventHit
 from indexer.query.types import EventTrace, EventWindow, SessionHit, SessionRecord
 from indexer.surface.text import extract_text
@@ -54,6 +54,14 @@ def availability_text(record: SessionRecord) -> str:
     return ", ".join(flags) or "unavailable"
 
 
+def source_agent_lines(header: SessionHeader, indent: str) -> list[str]:
+    """``Source agent: <agent>`` for an imported session; none for a dsh session, whose
+    text stays the upstream text byte for byte (docs/importers.md)."""
+    if header.source_agent is None:
+        return []
+    return [f"{indent}Source agent: {header.source_agent}"]
+
+
 def seq_list(values: Sequence[int]) -> str:
     return ", ".join(str(v) for v in values) if values else "none"
 
@@ -90,6 +98,7 @@ def session_search(
             "",
             f"{index}. Session {header.id} — {title_text(titles[header.id])}",
             f"   Created: {iso(header.created_at)}",
+            *source_agent_lines(header, "   "),
             f"   Parent: {parent_text}",
             f"   Availability: {availability_text(hit.record)}",
             f"   Best match: seq {best.seq} | {best.type} | {best.surface} | {iso(best.time)}",
@@ -137,6 +146,7 @@ def session_trace(
     lines = [
         f"Session {header.id} — {title_text(titles[header.id])}",
         f"Created: {iso(header.created_at)}",
+        *source_agent_lines(header, ""),
         f"Availability: {availability_text(target)}",
         "",
         "Ancestors (nearest first):",

@@ -47,6 +47,14 @@ SESSION_HEADER: Final[Schema] = {
         "origin": {"const": "subagent"},
         "delegationDepth": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
         "agentPreset": {"type": "string"},
+        "sourceAgent": {
+            "type": "string",
+            "minLength": 1,
+            "description": (
+                'the agent whose log the session was imported from ("claude-code", "codex");'
+                " absent = a dsh session (docs/importers.md)"
+            ),
+        },
     },
 }
 

@@ -1,0 +1,261 @@
+"""Claude Code transcripts: ``~/.claude/projects/<encoded cwd>/<session>.jsonl`` and the
+subagent transcripts beside them (``<session>/subagents/agent-<id>.jsonl``, and the
+older ``agent-<id>.jsonl`` in the project directory).
+
+One file is one session. A subagent file becomes a child session: its id is
+``<parent session id>:agent-<agent id>``, its parent the ``sessionId`` its records
+carry (the parent session's id), ``origin: "subagent"``. Records are mapped in file
+order (``docs/importers.md`` has the table): ``user`` -> ``user/message`` plus one
+``tool/result`` per ``tool_result`` block, ``assistant`` -> ``assistant/message``
+(``thinking`` as a ``reasoning`` block, ``tool_use`` as a ``tool-call`` block),
+``summary`` -> ``session/title``; every other record type is kept verbatim as a
+log-only ``claude-code/<type>`` event. A line that is not a JSON object with a string
+``type`` rejects the file (``<path>:<line>: <why>``), as a broken dsh line does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from indexer.errors import LogValidationError
+from indexer.logs.importers.common import (
+    CLAUDE_CODE,
+    EventBuilder,
+    iso_ms,
+    text_block,
+    tool_call_block,
+    tool_result_block,
+)
+from indexer.logs.jsonl import iter_lines
+from indexer.logs.reader import LogRejectedError, SessionLog, parse_line
+from indexer.model.header import SessionHeader
+
+__all__ = ["CLAUDE_RECORD_TYPES", "read_claude_code", "subagent_of"]
+
+CLAUDE_RECORD_TYPES: Final = frozenset(
+    {"user", "assistant", "summary", "system", "file-history-snapshot", "queue-operation"}
+)
+_SIDE_RECORDS: Final = frozenset({"summary", "file-history-snapshot"})
+_IMPORT_KEYS: Final = ("uuid", "parentUuid", "isSidechain", "agentId", "isMeta", "requestId")
+
+
+def subagent_of(path: Path) -> str | None:
+    """The agent id a subagent file's name gives (``agent-<id>.jsonl``), else ``None``."""
+    name = path.name
+    if name.startswith("agent-") and name.endswith(".jsonl"):
+        return name.removeprefix("agent-").removesuffix(".jsonl") or None
+    return None
+
+
+def _blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [text_block(content)]
+    return content if isinstance(content, list) else []
+
+
+def _result_content(content: Any) -> list[dict[str, Any]]:
+    """A ``tool_result``'s content as dsh blocks: text kept, images and documents kept
+    as a bare ``{"type": ...}`` placeholder (their data is not imported)."""
+    out: list[dict[str, Any]] = []
+    for block in _blocks(content):
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            out.append(text_block(text if isinstance(text, str) else ""))
+        elif isinstance(block, dict) and isinstance(block.get("type"), str):
+            out.append({"type": block["type"]})
+    return out
+
+
+def _assistant_block(block: Any) -> dict[str, Any] | None:
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind == "text":
+        text = block.get("text")
+        return text_block(text if isinstance(text, str) else "")
+    if kind == "thinking":
+        thinking = block.get("thinking")
+        return {"type": "reasoning", "text": thinking if isinstance(thinking, str) else ""}
+    if kind == "redacted_thinking":
+        return {"type": "reasoning", "text": "", "redacted": True}
+    if kind in ("tool_use", "server_tool_use"):
+        return tool_call_block(block.get("id"), block.get("name"), block.get("input", {}))
+    return {"type": kind} if isinstance(kind, str) else None
+
+
+def _origin(record: dict[str, Any], line: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"agent": CLAUDE_CODE, "line": line, "record": record["type"]}
+    for key in _IMPORT_KEYS:
+        if key in record:
+            out[key] = record[key]
+    return out
+
+
+def _map_user(b: EventBuilder, record: dict[str, Any], time: int | None, line: int) -> None:
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    kept: list[dict[str, Any]] = []
+    for block in _blocks(content):
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_result":
+            call_id = block.get("tool_use_id")
+            result = tool_result_block(
+                call_id, _result_content(block.get("content")), block.get("is_error") is True
+            )
+            b.add(
+                "tool/result",
+                time,
+                {
+                    "message": {
+                        "role": "user",
+                        "content": [result],
+                        "source": {"kind": "tool", "callId": result["toolCallId"]},
+                    },
+                    "import": _origin(record, line),
+                },
+            )
+        elif block.get("type") == "text":
+            text = block.get("text")
+            kept.append(text_block(text if isinstance(text, str) else ""))
+        elif isinstance(block.get("type"), str):
+            kept.append({"type": block["type"]})
+    if kept or not isinstance(content, list) or not content:
+        data: dict[str, Any] = {"content": kept, "role": "user", "source": {"kind": "user"}}
+        if isinstance(record.get("uuid"), str):
+            data["id"] = record["uuid"]
+        if record.get("isCompactSummary") is True:
+            data["compactSummary"] = True
+        data["import"] = _origin(record, line)
+        b.add("user/message", time, data)
+
+
+def _map_assistant(b: EventBuilder, record: dict[str, Any], time: int | None, line: int) -> None:
+    message = record.get("message")
+    if not isinstance(message, dict):
+        message = {}
+    blocks = [m for m in map(_assistant_block, _blocks(message.get("content"))) if m is not None]
+    out: dict[str, Any] = {"role": "assistant", "content": blocks}
+    mid = message.get("id")
+    out["id"] = mid if isinstance(mid, str) else record.get("uuid", "")
+    if isinstance(message.get("model"), str):
+        out["source"] = {"kind": "model", "provider": "anthropic", "model": message["model"]}
+    b.add("assistant/message", time, {"message": out, "import": _origin(record, line)})
+
+
+def _map_summary(b: EventBuilder, record: dict[str, Any], line: int) -> None:
+    summary = record.get("summary")
+    if not isinstance(summary, str):
+        raise b.reject("summary record has no summary text", line)
+    data: dict[str, Any] = {
+        "title": summary,
+        "messageSeqs": [],
+        "source": {"kind": "provider", "provider": "anthropic"},
+        "import": {"agent": CLAUDE_CODE, "line": line, "record": "summary"},
+    }
+    if "leafUuid" in record:
+        data["import"]["leafUuid"] = record["leafUuid"]
+    b.add("session/title", None, data)
+
+
+def _subagent_meta(path: Path) -> dict[str, Any]:
+    """The ``agent-<id>.meta.json`` sidecar (``agentType``, ``spawnDepth``), if any."""
+    meta = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
+    try:
+        obj = orjson.loads(meta.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def _parent_from_layout(path: Path) -> str | None:
+    """``<parent session>/subagents/agent-<id>.jsonl`` names the parent in its path."""
+    if path.parent.name == "subagents":
+        return path.parent.parent.name or None
+    return None
+
+
+def read_claude_code(path: Path | str) -> SessionLog:
+    """Read one Claude Code transcript (main session or subagent) into a session log.
+
+    Raises :class:`LogRejectedError` (``<path>:<line>: <why>``) for a line that is not a
+    JSON object with a string ``type`` (a torn last line included: the watcher reads the
+    file again when it grows), and for a file without a ``sessionId`` or a timestamp.
+    """
+    path = Path(path)
+    b = EventBuilder(path)
+    session_id: str | None = None
+    agent_id = subagent_of(path)
+    cwd: str | None = None
+    created: int | None = None
+    kinds: set[str] = set()
+    try:
+        for line_no, raw in iter_lines(path):
+            b.line = line_no
+            try:
+                record = parse_line(raw)
+            except LogValidationError as exc:
+                raise b.reject(exc.message) from exc
+            if not isinstance(record, dict):
+                raise b.reject("record is not a JSON object")
+            rtype = record.get("type")
+            if not isinstance(rtype, str) or not rtype:
+                raise b.reject("record has no type")
+            if session_id is None and isinstance(record.get("sessionId"), str):
+                session_id = record["sessionId"]
+            if cwd is None and isinstance(record.get("cwd"), str):
+                cwd = record["cwd"]
+            kinds.add(rtype)
+            time = iso_ms(record.get("timestamp"))
+            if created is None and time is not None:
+                created = time
+            if rtype == "user":
+                _map_user(b, record, time, line_no)
+            elif rtype == "assistant":
+                _map_assistant(b, record, time, line_no)
+            elif rtype == "summary":
+                _map_summary(b, record, line_no)
+            else:
+                b.add(f"{CLAUDE_CODE}/{rtype}", time, record)
+    except LogRejectedError:
+        raise
+    except LogValidationError as exc:  # a line too long, a torn zstd frame
+        raise b.reject(exc.message, exc.line) from exc
+    if session_id is None:
+        session_id = _parent_from_layout(path) if agent_id is not None else None
+    if session_id is None and kinds and kinds <= _SIDE_RECORDS:
+        # Claude Code leaves files of resume summaries / file snapshots beside sessions.
+        listed = ", ".join(sorted(kinds))
+        raise b.reject(f"no conversation: only {listed} records, none carries a sessionId", 1)
+    if session_id is None:
+        raise b.reject("no record carries a sessionId", 1)
+    if created is None:
+        raise b.reject("no record carries a timestamp", 1)
+    header = _header(path, session_id, agent_id, cwd, created)
+    return b.finish(header)
+
+
+def _header(
+    path: Path, session_id: str, agent_id: str | None, cwd: str | None, created: int
+) -> SessionHeader:
+    absolute = cwd if cwd is not None and cwd.startswith("/") else None
+    if agent_id is None:
+        return SessionHeader(
+            id=session_id, createdAt=max(created, 0), cwd=absolute, sourceAgent=CLAUDE_CODE
+        )
+    meta = _subagent_meta(path)
+    depth = meta.get("spawnDepth")
+    preset = meta.get("agentType")
+    return SessionHeader(
+        id=f"{session_id}:agent-{agent_id}",
+        createdAt=max(created, 0),
+        cwd=absolute,
+        parentSession=session_id,
+        origin="subagent",
+        delegationDepth=depth if type(depth) is int and depth >= 0 else 1,
+        agentPreset=preset if isinstance(preset, str) else None,
+        sourceAgent=CLAUDE_CODE,
+    )
