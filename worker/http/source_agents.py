@@ -32,6 +32,7 @@ __all__ = [
     "ExtensionError",
     "Extensions",
     "agents_of_query",
+    "parse_agents",
     "restrict_arguments",
     "restrict_request",
     "take_extensions",
@@ -57,7 +58,8 @@ class Extensions:
     error: str | None = None
 
 
-def _agents(value: Any) -> frozenset[str]:
+def parse_agents(value: Any) -> frozenset[str]:
+    """A source-agent filter value (1 to MAX_AGENTS names), or ExtensionError."""
     if (
         not isinstance(value, list)
         or not value
@@ -84,7 +86,7 @@ def take_extensions(body: Any) -> tuple[Any, Extensions]:
         unknown = sorted(k for k in ext if k != EXTENSION_KEY)
         if unknown:
             raise ExtensionError(f"unknown extension {unknown[0]!r}; known: {EXTENSION_KEY}")
-        agents = _agents(ext[EXTENSION_KEY]) if EXTENSION_KEY in ext else None
+        agents = parse_agents(ext[EXTENSION_KEY]) if EXTENSION_KEY in ext else None
     except ExtensionError as exc:
         return rest, Extensions(error=str(exc))
     return rest, Extensions(agents)
@@ -95,7 +97,7 @@ def agents_of_query(query: Mapping[str, str]) -> frozenset[str] | None:
     text = query.get(EXTENSION_KEY)
     if text is None:
         return None
-    return _agents([part.strip() for part in text.split(",")])
+    return parse_agents([part.strip() for part in text.split(",")])
 
 
 async def restrict_arguments(

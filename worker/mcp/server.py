@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 import mcp_types as types
@@ -35,14 +33,15 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from worker.contract.envelopes import Reply, error_reply
+from worker.contract.errors import HarnessError
 from worker.manifest import manifest
 from worker.mcp.backends import Backend
 from worker.mcp.binding import BindingError, CallerBinder
+from worker.mcp.extensions import read_extensions, restricted
 from worker.pipeline import deadline_for
 from worker.tools.registry import TOOLS
 
 SERVER_NAME: Final = "sessionq"
-TIMEOUT_META_KEY: Final = "sessionq/timeout_ms"
 ERROR_META_KEY: Final = "sessionq/error"
 PROGRESS_EVERY_S: Final = 1.0
 
@@ -70,21 +69,6 @@ def reply_result(reply: Reply) -> types.CallToolResult:
         is_error=True,
         _meta={ERROR_META_KEY: {"code": code, "message": message}},
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Extensions:
-    """The sessionq request options of one call (module docstring, "extensions")."""
-
-    timeout_ms: int | None = None
-
-
-def read_extensions(meta: Mapping[str, Any] | None) -> Extensions:
-    """The call's ``_meta["sessionq/..."]`` options; an unusable value (not a positive
-    integer) is ignored and the pipeline's default applies."""
-    value = (meta or {}).get(TIMEOUT_META_KEY)
-    usable = isinstance(value, int) and not isinstance(value, bool) and value > 0
-    return Extensions(timeout_ms=value if usable else None)
 
 
 def _connection_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -116,12 +100,18 @@ def build_server(backend: Backend, binder: CallerBinder) -> Server[Any]:
                 types.INVALID_PARAMS,
                 f"unknown tool {name!r}; known tools: {', '.join(TOOLS)}",
             )
-        timeout_ms = read_extensions(params.meta).timeout_ms
+        ext = read_extensions(params.meta)
+        timeout_ms = ext.timeout_ms
+        service = await backend.service()
         try:
-            caller = await binder.bind(_connection_of(ctx), await backend.service(), ctx)
+            caller = await binder.bind(_connection_of(ctx), service, ctx)
         except BindingError as exc:
             return reply_result(error_reply("mcp", exc.code, exc.message))
         arguments: Any = params.arguments if params.arguments is not None else {}
+        try:
+            arguments = await restricted(ext, service, name, arguments, caller.session_id)
+        except HarnessError as exc:
+            return reply_result(error_reply("mcp", exc.code, exc.message))
         call = asyncio.ensure_future(backend.call(name, arguments, caller, timeout_ms=timeout_ms))
         try:
             reply = await _with_progress(ctx, call, name, timeout_ms, backend)
