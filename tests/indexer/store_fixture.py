@@ -165,8 +165,10 @@ def outputs(data_dir: Path) -> dict[str, Any]:
     finally:
         service.close()
     stats = store_stats(data_dir).to_json()
-    for size in ("sqlite_bytes", "index_bytes"):
-        stats.pop(size)
+    # Sizes change with the layout; the per-agent counts came after the fixture's release
+    # (issue 12: the migration test checks them on their own).
+    for key in ("sqlite_bytes", "index_bytes", "agents"):
+        stats.pop(key, None)
     return {
         "replies": replies,
         "events": events,

@@ -19,6 +19,7 @@ import pytest
 
 from indexer.errors import SessionQueryError
 from indexer.query.service import StoreQueryService
+from indexer.stats import store_stats
 from indexer.store import migrate as migration
 from indexer.store.blocks import dictionary_id, shipped_dictionary
 from indexer.store.data_dir import Store, sqlite_path
@@ -84,6 +85,10 @@ def test_opening_a_version_1_dir_migrates_it_and_every_output_stays_the_same(
     for name, text in expected["replies"].items():
         assert got["replies"][name] == text, name
     assert got == expected
+    counts = expected["stats"]
+    assert store_stats(data).agents == {
+        "dsh": {"sessions": counts["sessions"], "events": counts["events"]}
+    }
 
 
 def test_a_second_open_is_a_no_op(tmp_path: Path) -> None:
