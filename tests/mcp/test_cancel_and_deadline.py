@@ -15,7 +15,7 @@ from tests.mcp.conftest import CALLER, CliReply
 from tests.mcp.inprocess import embedded, mcp_client
 from tests.mcp.test_transports import as_reply
 from worker.mcp.binding import CallerBinder
-from worker.mcp.server import TIMEOUT_META_KEY
+from worker.mcp.extensions import TIMEOUT_META_KEY
 
 
 class _Records(logging.Handler):
