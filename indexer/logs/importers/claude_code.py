@@ -29,8 +29,7 @@ from indexer.logs.importers.common import (
     tool_call_block,
     tool_result_block,
 )
-from indexer.logs.jsonl import iter_lines
-from indexer.logs.reader import LogRejectedError, SessionLog, parse_line
+from indexer.logs.reader import LogRejectedError, SessionLog
 from indexer.model.header import SessionHeader
 
 __all__ = ["CLAUDE_RECORD_TYPES", "read_claude_code", "subagent_of"]
@@ -193,17 +192,8 @@ def read_claude_code(path: Path | str) -> SessionLog:
     created: int | None = None
     kinds: set[str] = set()
     try:
-        for line_no, raw in iter_lines(path):
-            b.line = line_no
-            try:
-                record = parse_line(raw)
-            except LogValidationError as exc:
-                raise b.reject(exc.message) from exc
-            if not isinstance(record, dict):
-                raise b.reject("record is not a JSON object")
-            rtype = record.get("type")
-            if not isinstance(rtype, str) or not rtype:
-                raise b.reject("record has no type")
+        for record, rtype in b.records():
+            line_no = b.line
             if session_id is None and isinstance(record.get("sessionId"), str):
                 session_id = record["sessionId"]
             if cwd is None and isinstance(record.get("cwd"), str):

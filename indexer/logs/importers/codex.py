@@ -27,8 +27,7 @@ from indexer.logs.importers.common import (
     tool_call_block,
     tool_result_block,
 )
-from indexer.logs.jsonl import iter_lines
-from indexer.logs.reader import LogRejectedError, SessionLog, parse_line
+from indexer.logs.reader import LogRejectedError, SessionLog
 from indexer.model.header import SessionHeader
 
 __all__ = ["read_codex"]
@@ -146,17 +145,8 @@ def read_codex(path: Path | str) -> SessionLog:
     meta_time: int | None = None
     first_time: int | None = None
     try:
-        for line_no, raw in iter_lines(path):
-            b.line = line_no
-            try:
-                record = parse_line(raw)
-            except LogValidationError as exc:
-                raise b.reject(exc.message) from exc
-            if not isinstance(record, dict):
-                raise b.reject("record is not a JSON object")
-            rtype = record.get("type")
-            if not isinstance(rtype, str) or not rtype:
-                raise b.reject("record has no type")
+        for record, rtype in b.records():
+            line_no = b.line
             time = iso_ms(record.get("timestamp"))
             if first_time is None and time is not None:
                 first_time = time

@@ -9,6 +9,7 @@ record's own ids), so a read can be traced back to the original log.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -16,7 +17,8 @@ from typing import Any, Final
 import orjson
 
 from indexer.errors import LogValidationError
-from indexer.logs.reader import LogRejectedError, SessionLog
+from indexer.logs.jsonl import iter_lines
+from indexer.logs.reader import LogRejectedError, SessionLog, parse_line
 from indexer.model.event import SURFACE_ELIGIBLE, SessionEvent, dump_json
 from indexer.model.header import SessionHeader
 from indexer.surface.fold import FoldedLog, FoldStep, SurfaceFold
@@ -93,6 +95,22 @@ class EventBuilder:
 
     def reject(self, rule: str, line: int | None = None) -> LogRejectedError:
         return LogRejectedError(self.path, line if line is not None else self.line, rule)
+
+    def records(self) -> Iterator[tuple[dict[str, Any], str]]:
+        """The file's records with their ``type``, ``line`` kept current; a line that is
+        not a JSON object with a string ``type`` rejects the file (with its line)."""
+        for line_no, raw in iter_lines(self.path):
+            self.line = line_no
+            try:
+                record = parse_line(raw)
+            except LogValidationError as exc:
+                raise self.reject(exc.message) from exc
+            if not isinstance(record, dict):
+                raise self.reject("record is not a JSON object")
+            rtype = record.get("type")
+            if not isinstance(rtype, str) or not rtype:
+                raise self.reject("record has no type")
+            yield record, rtype
 
     def add(self, etype: str, time: int | None, data: Any) -> None:
         """Queue one event (``surfaceOp: append`` for the surface-eligible types)."""
