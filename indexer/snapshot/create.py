@@ -38,6 +38,11 @@ from indexer.store.data_dir import sqlite_path
 
 log = logging.getLogger("sessionq.snapshot")
 INCOMPLETE_GRACE: Final = timedelta(days=1)
+LOCK_POLL_S: Final = 0.1
+CLI_WAIT_S: Final = 300.0
+"""How long ``sessionq snapshot create`` waits for the indexer's periodic snapshot of the
+same data dir to finish (the indexer itself never waits: a busy dir is that round's
+failure, counted and retried next interval)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,17 +93,25 @@ def prune(store: SnapshotStore, keep: int, *, now: datetime | None = None) -> li
 
 
 @contextlib.contextmanager
-def _one_at_a_time(data_dir: Path) -> Iterator[Path]:
-    """One snapshot of a data dir at a time (the CLI and the indexer may both try): the
-    staging folder, emptied of what an interrupted snapshot left, is then ours."""
+def _one_at_a_time(data_dir: Path, wait_s: float) -> Iterator[Path]:
+    """One snapshot of a data dir at a time (the CLI and the indexer may both try; the
+    later one waits up to ``wait_s`` for the other): the staging folder, emptied of what
+    an interrupted snapshot left, is then ours."""
     if not sqlite_path(data_dir).is_file():
         raise SnapshotError(f"no sessionq data directory at {data_dir}")
     fd = os.open(data_dir / SNAPSHOT_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SnapshotError(f"another snapshot of {data_dir} is in progress") from None
+        give_up = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= give_up:
+                    raise SnapshotError(
+                        f"another snapshot of {data_dir} is in progress"
+                    ) from None
+                time.sleep(LOCK_POLL_S)
         staging = data_dir / STAGING_DIR
         shutil.rmtree(staging, ignore_errors=True)
         try:
@@ -110,10 +123,11 @@ def _one_at_a_time(data_dir: Path) -> Iterator[Path]:
 
 
 def create_snapshot(
-    data_dir: Path, store: SnapshotStore, *, keep: int | None = None
+    data_dir: Path, store: SnapshotStore, *, keep: int | None = None, wait_s: float = 0.0
 ) -> CreatedSnapshot:
-    """One complete snapshot of ``data_dir`` at ``store`` (module doc for the order)."""
-    with _one_at_a_time(data_dir) as staging_root:
+    """One complete snapshot of ``data_dir`` at ``store`` (module doc for the order);
+    ``wait_s``: how long to wait for a snapshot of the same dir already running."""
+    with _one_at_a_time(data_dir, wait_s) as staging_root:
         return _create(data_dir, store, staging_root, keep)
 
 

@@ -273,3 +273,28 @@ def test_a_manifest_cannot_write_outside_the_data_dir(tmp_path: Path) -> None:
 def test_snapshot_of_a_missing_data_dir_fails_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(SnapshotError, match="no sessionq data directory"):
         create_snapshot(tmp_path / "none", DirectoryStore(tmp_path / "snaps"))
+
+
+def test_a_second_snapshot_of_one_dir_waits_for_the_first_or_says_why(tmp_path: Path) -> None:
+    import fcntl
+
+    from indexer.snapshot.copy import SNAPSHOT_LOCK
+
+    data, snaps = tmp_path / "data", DirectoryStore(tmp_path / "snaps")
+    build(data, 3)
+    fd = os.open(data / SNAPSHOT_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as a running snapshot holds it
+    released = threading.Timer(0.3, os.close, (fd,))
+    try:
+        with pytest.raises(SnapshotError, match=r"another snapshot of .* is in progress"):
+            create_snapshot(data, snaps)
+        assert complete_snapshots(snaps) == []
+        released.start()
+        started = time.monotonic()
+        created = create_snapshot(data, snaps, wait_s=30)
+        assert time.monotonic() - started >= 0.2  # it waited for the holder
+        assert complete_snapshots(snaps) == [created.name]
+    finally:
+        released.cancel()
+        if not released.is_alive() and not released.finished.is_set():
+            os.close(fd)

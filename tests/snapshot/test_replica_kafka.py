@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -107,7 +108,10 @@ async def test_a_replica_restored_from_a_snapshot_resumes_from_its_offsets(
         part_one = sum((await end_offsets(kafka_bootstrap, topics.events)).values())
         await publish(kafka_bootstrap, topics.events, parts[1])
         # while the indexer still works through the second part
-        taken = await asyncio.to_thread(create_snapshot, first, DirectoryStore(by_hand))
+        # (the periodic snapshots run meanwhile: this one waits for its turn, as the CLI's)
+        taken = await asyncio.to_thread(
+            functools.partial(create_snapshot, first, DirectoryStore(by_hand), wait_s=60)
+        )
         await publish(kafka_bootstrap, topics.events, parts[2])
         await wait_until(
             lambda: _all_caught_up(first, kafka), timeout=120, what="all parts", interval=0.1

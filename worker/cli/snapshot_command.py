@@ -40,13 +40,15 @@ def _error(command: str, exc: SnapshotError) -> int:
 
 
 def cmd_snapshot_create(args: argparse.Namespace) -> int:
-    from indexer.snapshot.create import create_snapshot
+    from indexer.snapshot.create import CLI_WAIT_S, create_snapshot
     from indexer.snapshot.stores import open_location
 
     settings = settings_from(SnapshotCreateSettings, args)
     try:
         store = open_location(settings.snapshot_to, settings.s3)
-        created = create_snapshot(settings.data, store, keep=settings.snapshot_keep)
+        created = create_snapshot(
+            settings.data, store, keep=settings.snapshot_keep, wait_s=CLI_WAIT_S
+        )
     except SnapshotError as exc:
         return _error("create", exc)
     m = created.manifest
