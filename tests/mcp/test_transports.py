@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx2
 import mcp_types as types
+import orjson
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -149,6 +150,32 @@ async def test_http_answers_only_with_the_token_and_prints_what_sessionq_call_pr
         ):
             await session.initialize()
             await check_session(session, cli_replies)
+
+
+async def test_http_bodies_are_bounded_declared_or_chunked(
+    corpus_data: Path, tmp_path: Path
+) -> None:
+    from worker.contract.envelopes import MAX_REQUEST_BYTES
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    args = ("--data", str(corpus_data), "--caller", CALLER, "--token-file", str(token_file))
+    pad = "p" * (MAX_REQUEST_BYTES + 1)
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": pad}})
+
+    async def chunked() -> AsyncIterator[bytes]:
+        for start in range(0, len(body), 65536):
+            yield body[start : start + 65536]
+
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    async with http_server(*args) as url, httpx2.AsyncClient() as raw:
+        for content in (body, chunked()):
+            response = await raw.post(url, content=content, headers=auth)
+            assert response.status_code == 413
+            assert response.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+        # Without the token the body is not looked at: 401 first.
+        response = await raw.post(url, content=body, headers={"Content-Type": "application/json"})
+        assert response.status_code == 401
 
 
 def test_http_beyond_loopback_needs_a_token_file(

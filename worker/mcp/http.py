@@ -1,7 +1,9 @@
 """Streamable HTTP for ``sessionq mcp --transport http``: the SDK's app behind the
 network rule of ``sessionq serve`` (``worker.http.auth``): loopback by default; beyond
 loopback only with a bearer token (``--token-file``), which every request must then
-present (``Authorization: Bearer``); a missing or wrong token is a JSON 401.
+present (``Authorization: Bearer``); a missing or wrong token is a JSON 401 (before the
+body is read). A body over ``MAX_REQUEST_BYTES`` (1 MiB, as ``serve`` and a Kafka request
+record) is a JSON 413 without being buffered whole.
 """
 
 from __future__ import annotations
@@ -14,41 +16,90 @@ import orjson
 from mcp.server import Server
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from worker.contract.envelopes import MAX_REQUEST_BYTES
 from worker.http.auth import bearer, is_loopback, token_matches
 
 MCP_PATH = "/mcp"
 
 
+async def _json_error(send: Send, status: int, code: str, message: str, *extra: Any) -> None:
+    body = orjson.dumps({"error": {"code": code, "message": message}})
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *extra,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 class BearerGuard:
-    """ASGI middleware: with a token, every HTTP request must carry it."""
+    """ASGI middleware: with a token, every HTTP request must carry it; every body is
+    bounded (module docstring)."""
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.token is None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if token_matches(bearer(headers.get("authorization")), self.token):
-            await self.app(scope, receive, send)
+        if self.token is not None and not token_matches(
+            bearer(headers.get("authorization")), self.token
+        ):
+            await _json_error(
+                send,
+                401,
+                "UNAUTHENTICATED",
+                "a valid bearer token is required",
+                (b"www-authenticate", b"Bearer"),
+            )
             return
-        body = orjson.dumps(
-            {"error": {"code": "UNAUTHENTICATED", "message": "a valid bearer token is required"}}
-        )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b"Bearer"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        body = await _bounded_body(headers, receive)
+        if body is None:
+            await _json_error(
+                send, 413, "PAYLOAD_TOO_LARGE", f"request body exceeds {MAX_REQUEST_BYTES} bytes"
+            )
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+
+async def _bounded_body(headers: dict[str, str], receive: Receive) -> bytes | None:
+    """The whole body, or None as soon as it is known to exceed the bound."""
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the buffered body once, then the client's own messages
+    (e.g. ``http.disconnect``)."""
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
