@@ -220,9 +220,19 @@ async def running_indexer(
 ) -> AsyncIterator[RunningIndexer]:
     """An ``Indexer`` consuming in a background task; stopped and closed on exit (a task
     that died re-raises its error there)."""
-    indexer = Indexer(
-        IndexerSettings(data=data_dir, kafka=kafka, batch_records=batch_records, batch_ms=batch_ms)
+    settings = IndexerSettings(
+        data=data_dir, kafka=kafka, batch_records=batch_records, batch_ms=batch_ms
     )
+    async with indexer_with(settings) as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def indexer_with(
+    settings: IndexerSettings, *, stop_within_s: float = 30
+) -> AsyncIterator[RunningIndexer]:
+    """``running_indexer`` for any indexer settings (retention, snapshots, ...)."""
+    indexer = Indexer(settings)
     await indexer.start()
     task = asyncio.create_task(indexer.run(), name="test-indexer")
     try:
@@ -230,7 +240,7 @@ async def running_indexer(
     finally:
         await indexer.stop()
         try:
-            await asyncio.wait_for(task, 30)
+            await asyncio.wait_for(task, stop_within_s)
         finally:
             await indexer.close()
 

@@ -27,6 +27,7 @@ from tests.kafka.fixtures import TopicFactory
 from tests.kafka.harness import (
     caught_up,
     create_topics,
+    indexer_with,
     partition_for,
     read_topic,
     running_indexer,
@@ -66,19 +67,11 @@ async def publish(
 
 @contextlib.asynccontextmanager
 async def retaining_indexer(data: Path, kafka: KafkaSettings) -> AsyncIterator[Indexer]:
-    indexer = Indexer(
-        IndexerSettings(data=data, kafka=kafka, batch_ms=20, retain_days=30, retention_check_ms=100)
+    settings = IndexerSettings(
+        data=data, kafka=kafka, batch_ms=20, retain_days=30, retention_check_ms=100
     )
-    await indexer.start()
-    task = asyncio.create_task(indexer.run(), name="retaining-indexer")
-    try:
-        yield indexer
-    finally:
-        await indexer.stop()
-        try:
-            await asyncio.wait_for(task, 30)
-        finally:
-            await indexer.close()
+    async with indexer_with(settings) as running:
+        yield running.indexer
 
 
 async def test_retention_deletes_are_records_every_replica_applies(

@@ -27,6 +27,7 @@ from tests.kafka.harness import (
     caught_up,
     create_topics,
     end_offsets,
+    indexer_with,
     publish,
     reference_reply,
     stored_offsets,
@@ -51,17 +52,8 @@ CALLS = [
 
 @contextlib.asynccontextmanager
 async def indexing(settings: IndexerSettings) -> AsyncIterator[Indexer]:
-    indexer = Indexer(settings)
-    await indexer.start()
-    task = asyncio.create_task(indexer.run(), name="replica-indexer")
-    try:
-        yield indexer
-    finally:
-        await indexer.stop()
-        try:
-            await asyncio.wait_for(task, 60)
-        finally:
-            await indexer.close()
+    async with indexer_with(settings, stop_within_s=60) as running:
+        yield running.indexer
 
 
 async def answers(data: Path) -> list[str]:
