@@ -8,8 +8,10 @@ indexed as one term.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
+from importlib import resources
 from typing import Final
 
 import tantivy
@@ -92,6 +94,54 @@ def doc_tokens(text: str) -> list[str]:
 # ---- token pairs (the ``pairs`` field) -----------------------------------------------------------
 MAX_TERM_CHARS: Final = 16_000
 """At most 64,000 UTF-8 bytes: below Tantivy's 65,530-byte token limit."""
+
+MAX_PAIR_TOKEN_CHARS: Final = 64
+"""The longest listed frequent token: a pair term always stays far below Tantivy's
+limit, and no listed token holds whitespace (the ``pairs`` field splits on it)."""
+
+
+def _load_frequent() -> frozenset[str]:
+    text = resources.files("indexer.store.tantivy").joinpath(FREQUENT_FILE).read_text("utf-8")
+    tokens = frozenset(line for line in text.splitlines() if line)
+    bad = [t for t in tokens if len(t) > MAX_PAIR_TOKEN_CHARS or analyze(t) != [t]]
+    if bad:
+        raise ValueError(f"{FREQUENT_FILE} holds tokens the analyzer never yields: {bad[:3]}")
+    return tokens
+
+
+FREQUENT_FILE: Final = "frequent_tokens.txt"
+FREQUENT_TOKENS: Final[frozenset[str]] = _load_frequent()
+"""The most frequent tokens of real agent logs (``worker.devtools.frequent_tokens``),
+shipped with the package and read once."""
+
+FREQUENT_DIGEST: Final = hashlib.sha256(
+    "\n".join(sorted(FREQUENT_TOKENS)).encode("utf-8")
+).hexdigest()[:16]
+"""Identifies the list: part of the index format id, since the list decides which pair
+terms documents hold (``schema.INDEX_FORMAT``)."""
+
+
+def frequent(token: str) -> bool:
+    """A single character (each CJK character, letter or digit token) or a listed token.
+
+    Only pairs of two frequent tokens are indexed: a phrase with a rare token is fast as a
+    positional phrase already (the rare token's short posting list drives it), so pairs of
+    rare tokens would cost index space and buy nothing.
+    """
+    return len(token) == 1 or token in FREQUENT_TOKENS
+
+
+def indexed_pair(a: str, b: str) -> bool:
+    """Whether ``a_b`` is a term of the ``pairs`` field — decided alike for documents
+    and queries. (Tokens never contain ``_``, so ``a_b`` names one pair.)"""
+    return frequent(a) and frequent(b)
+
+
+def pair_terms(tokens: list[str]) -> list[str]:
+    """The indexed pairs ``a_b`` of adjacent tokens, in order (repeats kept: the field
+    holds frequencies, which score a two-token phrase)."""
+    return [f"{a}_{b}" for a, b in itertools.pairwise(tokens) if indexed_pair(a, b)]
+
 
 _PAIR_SPLIT: Final = re.compile(r"[\t\n\x0c\r ]")
 """What Tantivy's whitespace tokenizer (the ``pairs`` field) splits on."""
