@@ -1,9 +1,9 @@
 """The ``sessionq`` analyzer (SPEC deliberate difference 3) and the token forms built on it.
 
 Documents and queries go through the same analyzer, so a query token is exactly a term
-the ``text`` field holds. The ``pairs`` field value (adjacent token pairs) is derived
-here too, with the rule that decides, alike for documents and queries, which pairs are
-indexed as one term.
+the ``text`` field holds. The ``pairs`` field value (adjacent pairs of frequent tokens)
+is derived here too, with the rule that decides, alike for documents and queries, which
+pairs are indexed as one term (``indexed_pair``).
 """
 
 from __future__ import annotations
@@ -143,38 +143,19 @@ def pair_terms(tokens: list[str]) -> list[str]:
     return [f"{a}_{b}" for a, b in itertools.pairwise(tokens) if indexed_pair(a, b)]
 
 
-_PAIR_SPLIT: Final = re.compile(r"[\t\n\x0c\r ]")
-"""What Tantivy's whitespace tokenizer (the ``pairs`` field) splits on."""
-
-
-def pairable(a: str, b: str) -> bool:
-    """Whether the pair ``a_b`` is indexed as one term — decided alike for docs and queries.
-
-    Analyzer tokens never contain whitespace and are rarely long; the check keeps the
-    query side from requiring a pair that indexing split or dropped.
-    """
-    if len(a) + len(b) >= MAX_TERM_CHARS:
-        return False
-    return _PAIR_SPLIT.search(a) is None and _PAIR_SPLIT.search(b) is None
-
-
 PAIR_GAP: Final = "_"
-"""Stands for an unpairable pair, so pair positions stay aligned with token positions
-(a real pair ``a_b`` always has text on both sides of the underscore)."""
+"""Stands for each adjacent pair that is not indexed (a real pair ``a_b`` has text on
+both sides of the underscore). It keeps the field's length what it would be with every
+pair: BM25 normalizes a pair's score by that length, so a two-token phrase ranks
+documents by their length, as the phrase does. One term with a frequency per document
+costs far less than the pairs it stands for."""
 
 
 def pairs_text(tokens: list[str]) -> str:
-    """The ``pairs`` field value: the adjacent pairs ``a_b`` in order, space-separated;
-    pair i sits at position i, so a phrase over pairs is a phrase over tokens."""
+    """The ``pairs`` field value: the indexed pairs, then one ``PAIR_GAP`` for each pair
+    that is not, space-separated (the field keeps no positions, so order is moot)."""
     if len(tokens) < 2:
         return ""
-    joined = " ".join(tokens)
-    if (
-        max(map(len, tokens)) < MAX_TERM_CHARS // 2
-        and joined.count(" ") == len(tokens) - 1
-        and _PAIR_SPLIT.search(joined.replace(" ", "")) is None
-    ):
-        return " ".join(f"{a}_{b}" for a, b in itertools.pairwise(tokens))
-    return " ".join(
-        f"{a}_{b}" if pairable(a, b) else PAIR_GAP for a, b in itertools.pairwise(tokens)
-    )
+    pairs = pair_terms(tokens)
+    gaps = len(tokens) - 1 - len(pairs)
+    return " ".join(pairs) if not gaps else " ".join([*pairs, *([PAIR_GAP] * gaps)])
