@@ -4,7 +4,8 @@ Reads only: each thread gets its own read-only SQLite connection (WAL readers ne
 block the indexer), and the Tantivy reader reloads to the newest commit before a search.
 A connection is only kept once the data dir has this release's store schema: while the
 indexer migrates an older dir (``indexer.store.migrate``), calls fail with a clear
-SESSION_QUERY_PERSISTENCE_FAILED instead of reading half-known tables.
+SESSION_QUERY_PERSISTENCE_FAILED instead of reading half-known tables; so do they while the
+index of a dir has another format than this release's (``indexer.store.index_format``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from indexer.query.types import (
 from indexer.store.blocks import Codec
 from indexer.store.data_dir import index_path, sqlite_path
 from indexer.store.event_blocks import EventBlocks
+from indexer.store.index_format import check_index_format
 from indexer.store.schema import SCHEMA_VERSION, stored_version
 from indexer.store.sqlite_tables import connect
 from indexer.store.tantivy import TantivyIndex
@@ -79,6 +81,8 @@ class StoreQueryService:
             conn = connect(self._sqlite_path, readonly=True)
             try:
                 check_version(conn)
+                if stored_version(conn) is not None:
+                    check_index_format(conn)
             except BaseException:
                 conn.close()
                 raise

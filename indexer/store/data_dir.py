@@ -38,6 +38,7 @@ from indexer.logs.reader import SessionLog
 from indexer.model.records import EventStreamRecord, record_session_id
 from indexer.store.checkpoint import Checkpoint
 from indexer.store.failure import describe
+from indexer.store.index_format import clear_stale_index, rebuild
 from indexer.store.purge import MIN_INTERVAL_S, Purger, PurgeReport
 from indexer.store.sqlite_tables import Savepoint, SqliteTables, TransactionLostError
 from indexer.store.tantivy import TantivyIndex
@@ -60,7 +61,8 @@ def index_path(data_dir: Path) -> Path:
 
 class Store:
     """The writer side of a data directory. Opening a dir written by an older release
-    migrates its tables in place first (``indexer.store.migrate``)."""
+    migrates its tables in place first (``indexer.store.migrate``), then rebuilds its
+    index if that has an older format (``indexer.store.index_format``)."""
 
     def __init__(
         self,
@@ -76,10 +78,13 @@ class Store:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
         self.tables = SqliteTables(sqlite_path(data_dir))
+        stale = clear_stale_index(self.tables.conn, index_path(data_dir))
         self.index = TantivyIndex(
             index_path(data_dir), writable=True, heap_bytes=heap_bytes, threads=threads
         )
         self.writer = StoreWriter(self.tables, self.index)
+        if stale:
+            rebuild(self.tables.conn, self.writer.reindex, self.index.flush, self.index.commit)
         self.checkpoint = Checkpoint(self.tables, self.index)
         self.purger = Purger(
             self.tables,

@@ -11,6 +11,7 @@ from typing import Final
 
 from indexer.errors import PERSISTENCE_FAILED, SessionqError
 from indexer.store.blocks import NO_DICTIONARY, Codec, dictionary_id, shipped_dictionary
+from indexer.store.index_format import record_index_format
 
 SCHEMA_VERSION: Final = "2"
 DICTIONARY_KEY: Final = "zstd_dict_id"
@@ -126,6 +127,7 @@ def open_schema(conn: sqlite3.Connection) -> None:
                 "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
             )
             install_dictionary(conn, shipped_dictionary())
+            record_index_format(conn)  # its index is built by this release
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

@@ -20,10 +20,14 @@ import pytest
 from indexer.errors import SessionQueryError
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
+from indexer.store import index_format
 from indexer.store import migrate as migration
 from indexer.store.blocks import dictionary_id, shipped_dictionary
 from indexer.store.data_dir import Store, sqlite_path
+from indexer.store.index_format import INDEX_FORMAT_KEY
 from indexer.store.schema import SCHEMA_VERSION
+from indexer.store.tantivy.schema import INDEX_FORMAT
+from indexer.store.writer import StoreWriter
 from tests.data_paths import REPO_ROOT
 from tests.indexer.store_fixture import FIXTURE_DATA, FIXTURE_OUTPUTS, build, outputs
 from tests.injection import inject
@@ -63,10 +67,20 @@ def _digest(data: Path) -> str:
     return digest.hexdigest()
 
 
+def _set_index_format(data: Path, value: str) -> None:
+    conn = sqlite3.connect(sqlite_path(data))
+    try:
+        with conn:
+            conn.execute("UPDATE meta SET value = ? WHERE key = ?", (value, INDEX_FORMAT_KEY))
+    finally:
+        conn.close()
+
+
 def test_the_fixture_is_a_version_1_dir() -> None:
     tables = _tables(FIXTURE_DATA)
     assert "events" in tables and "blocks" not in tables
-    assert _meta(FIXTURE_DATA)["schema_version"] == "1"
+    meta = _meta(FIXTURE_DATA)
+    assert meta["schema_version"] == "1" and INDEX_FORMAT_KEY not in meta  # index format 1
 
 
 def test_opening_a_version_1_dir_migrates_it_and_every_output_stays_the_same(
@@ -80,6 +94,7 @@ def test_opening_a_version_1_dir_migrates_it_and_every_output_stays_the_same(
     meta = _meta(data)
     assert meta["schema_version"] == SCHEMA_VERSION == "2"
     assert int(meta["zstd_dict_id"]) == dictionary_id(shipped_dictionary())
+    assert meta[INDEX_FORMAT_KEY] == INDEX_FORMAT  # the version 1 index was rebuilt
     got = outputs(data)
     expected = _expected()
     for name, text in expected["replies"].items():
@@ -169,5 +184,66 @@ def test_readers_refuse_a_dir_until_it_is_migrated(tmp_path: Path) -> None:
         Store(data).close()
         window = service.read_event("2acbeda7-113a-5afa-9b65-82fdcac04c72", 0)
         assert window.target.seq == 0
+        # The reader had opened the version 1 index; it reopens the rebuilt one.
+        got = [h.best for h in service.search_sessions("the", [], [], limit=5).items]
+        fresh = StoreQueryService(data)
+        try:
+            assert got == [h.best for h in fresh.search_sessions("the", [], [], limit=5).items]
+        finally:
+            fresh.close()
+        assert got
     finally:
         service.close()
+
+
+def test_a_new_dir_records_the_index_format(tmp_path: Path) -> None:
+    Store(tmp_path / "new").close()
+    assert _meta(tmp_path / "new")[INDEX_FORMAT_KEY] == INDEX_FORMAT
+
+
+def test_readers_refuse_an_older_index_format_until_the_writer_rebuilds_it(
+    tmp_path: Path,
+) -> None:
+    """A reader opened before the rebuild refuses the dir, then answers from the rebuilt
+    index (a new schema: it reopens the index) exactly what the old release answered."""
+    data = _fixture_copy(tmp_path)
+    Store(data).close()
+    _set_index_format(data, "1")
+    service = StoreQueryService(data)
+    try:
+        with pytest.raises(SessionQueryError) as caught:
+            service.search_sessions("the", [], [], limit=5)
+        assert caught.value.code == "SESSION_QUERY_PERSISTENCE_FAILED"
+        assert "index format 1" in caught.value.message
+        Store(data).close()
+        assert _meta(data)[INDEX_FORMAT_KEY] == INDEX_FORMAT
+        assert service.search_sessions("the", [], [], limit=5).items
+    finally:
+        service.close()
+    assert outputs(data) == _expected()
+
+
+def test_a_failing_index_rebuild_leaves_the_old_format_and_restarts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_format, "REBUILD_CHUNK", 3)
+    data = _fixture_copy(tmp_path)
+    injection = inject(  # after two chunks reached the writer
+        monkeypatch, StoreWriter, "reindex", lambda: OSError("disk I/O error"), skip=2
+    )
+    with pytest.raises(OSError, match="disk I/O error"):
+        Store(data)
+    assert injection.fired == 1
+    meta = _meta(data)
+    assert meta["schema_version"] == SCHEMA_VERSION and INDEX_FORMAT_KEY not in meta
+    injection.disarm()
+    Store(data).close()
+    assert _meta(data)[INDEX_FORMAT_KEY] == INDEX_FORMAT
+    assert outputs(data) == _expected()
+
+
+def test_the_rebuild_indexes_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_format, "REBUILD_CHUNK", 3)
+    data = _fixture_copy(tmp_path)
+    Store(data).close()
+    assert outputs(data) == _expected()

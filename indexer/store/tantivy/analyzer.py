@@ -1,15 +1,17 @@
 """The ``sessionq`` analyzer (SPEC deliberate difference 3) and the token forms built on it.
 
 Documents and queries go through the same analyzer, so a query token is exactly a term
-the ``text`` field holds. The ``pairs`` field value (adjacent token pairs) is derived
-here too, with the rule that decides, alike for documents and queries, which pairs are
-indexed as one term.
+the ``text`` field holds. The ``pairs`` field value (adjacent pairs of frequent tokens)
+is derived here too, with the rule that decides, alike for documents and queries, which
+pairs are indexed as one term (``indexed_pair``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
+from importlib import resources
 from typing import Final
 
 import tantivy
@@ -93,38 +95,67 @@ def doc_tokens(text: str) -> list[str]:
 MAX_TERM_CHARS: Final = 16_000
 """At most 64,000 UTF-8 bytes: below Tantivy's 65,530-byte token limit."""
 
-_PAIR_SPLIT: Final = re.compile(r"[\t\n\x0c\r ]")
-"""What Tantivy's whitespace tokenizer (the ``pairs`` field) splits on."""
+MAX_PAIR_TOKEN_CHARS: Final = 64
+"""The longest listed frequent token: a pair term always stays far below Tantivy's
+limit, and no listed token holds whitespace (the ``pairs`` field splits on it)."""
 
 
-def pairable(a: str, b: str) -> bool:
-    """Whether the pair ``a_b`` is indexed as one term — decided alike for docs and queries.
+def _load_frequent() -> frozenset[str]:
+    text = resources.files("indexer.store.tantivy").joinpath(FREQUENT_FILE).read_text("utf-8")
+    tokens = frozenset(line for line in text.splitlines() if line)
+    bad = [t for t in tokens if len(t) > MAX_PAIR_TOKEN_CHARS or analyze(t) != [t]]
+    if bad:
+        raise ValueError(f"{FREQUENT_FILE} holds tokens the analyzer never yields: {bad[:3]}")
+    return tokens
 
-    Analyzer tokens never contain whitespace and are rarely long; the check keeps the
-    query side from requiring a pair that indexing split or dropped.
+
+FREQUENT_FILE: Final = "frequent_tokens.txt"
+FREQUENT_TOKENS: Final[frozenset[str]] = _load_frequent()
+"""The most frequent tokens of real agent logs (``worker.devtools.frequent_tokens``),
+shipped with the package and read once."""
+
+FREQUENT_DIGEST: Final = hashlib.sha256(
+    "\n".join(sorted(FREQUENT_TOKENS)).encode("utf-8")
+).hexdigest()[:16]
+"""Identifies the list: part of the index format id, since the list decides which pair
+terms documents hold (``schema.INDEX_FORMAT``)."""
+
+
+def frequent(token: str) -> bool:
+    """A single character (each CJK character, letter or digit token) or a listed token.
+
+    Only pairs of two frequent tokens are indexed: a phrase with a rare token is fast as a
+    positional phrase already (the rare token's short posting list drives it), so pairs of
+    rare tokens would cost index space and buy nothing.
     """
-    if len(a) + len(b) >= MAX_TERM_CHARS:
-        return False
-    return _PAIR_SPLIT.search(a) is None and _PAIR_SPLIT.search(b) is None
+    return len(token) == 1 or token in FREQUENT_TOKENS
+
+
+def indexed_pair(a: str, b: str) -> bool:
+    """Whether ``a_b`` is a term of the ``pairs`` field — decided alike for documents
+    and queries. (Tokens never contain ``_``, so ``a_b`` names one pair.)"""
+    return frequent(a) and frequent(b)
+
+
+def pair_terms(tokens: list[str]) -> list[str]:
+    """The indexed pairs ``a_b`` of adjacent tokens, in order (repeats kept: the field
+    holds frequencies, which score a two-token phrase)."""
+    return [f"{a}_{b}" for a, b in itertools.pairwise(tokens) if indexed_pair(a, b)]
 
 
 PAIR_GAP: Final = "_"
-"""Stands for an unpairable pair, so pair positions stay aligned with token positions
-(a real pair ``a_b`` always has text on both sides of the underscore)."""
+"""Stands for each adjacent pair that is not indexed (a real pair ``a_b`` has text on
+both sides of the underscore). It keeps the field's length what it would be with every
+pair: BM25 normalizes a pair's score by that length, so a two-token phrase ranks
+documents by their length, as the phrase does. One term with a frequency per document
+costs far less than the pairs it stands for."""
 
 
 def pairs_text(tokens: list[str]) -> str:
-    """The ``pairs`` field value: the adjacent pairs ``a_b`` in order, space-separated;
-    pair i sits at position i, so a phrase over pairs is a phrase over tokens."""
+    """The ``pairs`` field value: the indexed pairs, then one ``PAIR_GAP`` for each pair
+    that is not, space-separated (the field keeps no positions, so order is moot)."""
     if len(tokens) < 2:
         return ""
-    joined = " ".join(tokens)
-    if (
-        max(map(len, tokens)) < MAX_TERM_CHARS // 2
-        and joined.count(" ") == len(tokens) - 1
-        and _PAIR_SPLIT.search(joined.replace(" ", "")) is None
-    ):
-        return " ".join(f"{a}_{b}" for a, b in itertools.pairwise(tokens))
-    return " ".join(
-        f"{a}_{b}" if pairable(a, b) else PAIR_GAP for a, b in itertools.pairwise(tokens)
-    )
+    pairs = pair_terms(tokens)
+    gaps = len(tokens) - 1 - len(pairs)
+    return " ".join(pairs) if not gaps else " ".join([*pairs, *([PAIR_GAP] * gaps)])

@@ -6,6 +6,7 @@ Thin over the concern modules: documents are built by ``schema``, queries by
 
 from __future__ import annotations
 
+import json
 import time as _time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
@@ -25,13 +26,24 @@ _NO_IDS: Final[frozenset[str]] = frozenset()
 _OPEN_ATTEMPTS: Final = 5
 
 
+def _schema_of(meta_json: bytes | None) -> Any:
+    """The schema part of a ``meta.json`` (``None`` for no index)."""
+    if meta_json is None:
+        return None
+    try:
+        return json.loads(meta_json).get("schema")
+    except ValueError:  # a torn read cannot happen (atomic replace); be safe anyway
+        return None
+
+
 class TantivyIndex:
     """A Tantivy index directory: one long-lived writer (indexer) or a reader (workers).
 
     Writer and readers are separate processes over one directory. A reader never takes
     the writer lock; it sees the commit that was current at its latest ``reload()``. A
     reader of a directory without an index yet behaves as an empty index and opens it
-    on a later ``reload()``.
+    on a later ``reload()``; so does a reader whose index the writer rebuilt with another
+    schema (``indexer.store.index_format``): a ``meta.json`` of a new schema reopens it.
 
     Writes: ``upsert``/``delete_session`` build their documents at once (a document
     Tantivy refuses fails there, as ``IndexFailedError``) and stage them in order;
@@ -141,8 +153,17 @@ class TantivyIndex:
             if not self.writable and not self._closed:
                 self._open_reader()
             return
-        if self._signature() != self._meta_signature:
-            self._reload_index()
+        signature = self._signature()
+        if signature == self._meta_signature:
+            return
+        if not self.writable and _schema_of(signature) != _schema_of(self._meta_signature):
+            # The writer rebuilt the index (another format, ``indexer.store.index_format``):
+            # a new schema needs a new ``Index``. While the old one is gone and the new one
+            # not committed yet, the open snapshot goes on answering.
+            if signature is not None:
+                self._open_reader()
+            return
+        self._reload_index()
 
     def close(self) -> None:
         """Drop uncommitted changes, wait for merges and release the writer lock.

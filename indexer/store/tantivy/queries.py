@@ -10,7 +10,6 @@ Every function takes the schema the index was opened with: field ids come from i
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -30,7 +29,7 @@ from indexer.model.search import (
     TimeFilter,
     TypeFilter,
 )
-from indexer.store.tantivy.analyzer import pairable
+from indexer.store.tantivy.analyzer import pair_terms
 from indexer.store.tantivy.schema import nullable_term, raw_term
 
 Clause = tuple[tantivy.Occur, tantivy.Query]
@@ -77,23 +76,24 @@ def int_range(from_: float | None, to: float | None) -> tuple[int | None, int | 
 
 
 def text_query(schema: tantivy.Schema, tokens: list[str]) -> tantivy.Query:
-    """Term query for one token. Longer phrases run over the pair field when every
-    adjacent pair is pairable: two tokens are the scored term of their pair, more are
-    a phrase over their pairs (the same documents as the token phrase, one term fewer
-    and far rarer terms to intersect). Otherwise: the token phrase plus its pairs at
-    score 0."""
+    """The query of a literal token phrase.
+
+    One token: its term. Two tokens whose pair is indexed (both frequent): the scored
+    term of the pair — the same documents as the phrase, scored by BM25 on the pair's
+    frequency, and far cheaper than a positional phrase over two common words. Any other
+    phrase: the positional phrase over ``text`` (the only scored clause, so the matches
+    are exactly the phrase's) AND each indexed pair of the query at score 0 — a pair
+    holds in every document the phrase matches, and its posting list is much shorter
+    than its tokens', so it drives the intersection.
+    """
     if len(tokens) == 1:
         return tantivy.Query.term_query(schema, "text", tokens[0])
-    if all(pairable(a, b) for a, b in itertools.pairwise(tokens)):
-        pair_terms = [f"{a}_{b}" for a, b in itertools.pairwise(tokens)]
-        if len(pair_terms) == 1:
-            return tantivy.Query.term_query(schema, "pairs", pair_terms[0], index_option="freq")
-        pair_words: list[str | tuple[int, str]] = list(pair_terms)
-        return tantivy.Query.phrase_query(schema, "pairs", pair_words)
+    pairs = pair_terms(tokens)
+    if len(tokens) == 2 and pairs:
+        return tantivy.Query.term_query(schema, "pairs", pairs[0], index_option="freq")
     words: list[str | tuple[int, str]] = list(tokens)
     clauses = [(tantivy.Occur.Must, tantivy.Query.phrase_query(schema, "text", words))]
-    pairs = {f"{a}_{b}" for a, b in itertools.pairwise(tokens) if pairable(a, b)}
-    for pair in sorted(pairs):
+    for pair in sorted(set(pairs)):
         clauses.append((tantivy.Occur.Must, unscored(term(schema, "pairs", pair))))
     return tantivy.Query.boolean_query(clauses)
 

@@ -11,13 +11,21 @@ session's immutable header fields so that a search is one Tantivy query:
 * ``type``, ``surface``: raw terms. ``cwd``, ``parent``: raw terms, ``NULL_TERM`` for
   "no cwd" / "root session", so ``IN [x, null]`` is a single term-set query.
 * ``text``       the ``sessionq`` analyzer with positions, stored (snippets).
-* ``pairs``      every adjacent token pair of ``text`` as one term, with frequencies. A
-                 two-token phrase is the pair's term query (the same documents, scored
-                 by BM25 on the pair's frequency: a 10x cheaper query than a phrase
-                 over common words). A longer phrase also requires its pairs (with
-                 score 0): the rarest pair drives the intersection and only the
-                 phrase clause scores.
+* ``pairs``      the adjacent token pairs ``a_b`` of ``text`` whose two tokens are both
+                 *frequent* (a single character, or a token of the shipped list of the
+                 most frequent tokens of real agent logs: ``analyzer.frequent``), with
+                 frequencies and no positions. A two-token phrase of an indexed pair is
+                 the pair's term query (the same documents, scored by BM25 on the pair's
+                 frequency: several times cheaper than a phrase over common words). Any
+                 other phrase is the positional phrase over ``text`` and also requires
+                 its indexed pairs (with score 0), whose short posting lists drive the
+                 intersection. Pairs with a rare token are not indexed: the rare token
+                 drives a phrase query fast already, and they were most of the field.
 * ``meta``       stored-only bytes: the ``IndexDoc`` fields except ``text`` (JSON array).
+
+``INDEX_FORMAT`` names this layout; the data dir records the format its index was built
+with (``indexer.store.index_format``), so a release with another layout rebuilds the index
+from the stored rows instead of misreading it.
 
 Raw terms are tagged — ``v<value>``, or ``h<sha256>`` for a value too long to be a
 Tantivy term (the indexer silently drops longer tokens, which could then never match)
@@ -38,6 +46,7 @@ import tantivy
 from indexer.model.search import Surface
 from indexer.store.tantivy.analyzer import (
     ANALYZER_NAME,
+    FREQUENT_DIGEST,
     MAX_TERM_CHARS,
     SURROGATE,
     doc_tokens,
@@ -60,6 +69,11 @@ class IndexDoc:
     parent: str | None
     created_at: int
 
+
+INDEX_FORMAT: Final = f"2:{FREQUENT_DIGEST}"
+"""The index layout: ``2`` = selective, frequency-only pairs (format 1, implied by no
+record, held every pair with positions), then the frequent-token list's digest — a new
+list changes which pairs documents hold, so it is a new format too."""
 
 NULL_TERM: Final = "n"
 """The ``cwd``/``parent`` term of a session without cwd / without parent."""
@@ -89,7 +103,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_integer_field("time", indexed=True, fast=True)
     sb.add_text_field("surface", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("text", stored=True, tokenizer_name=ANALYZER_NAME, index_option="position")
-    sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="position")
+    sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="freq")
     sb.add_text_field("cwd", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("parent", tokenizer_name="raw", index_option="basic")
     sb.add_integer_field("created_at", indexed=True, fast=True)
