@@ -185,7 +185,11 @@ class SqliteTables:
         )
 
     def set_live(self, session_id: str, live: bool) -> None:
+        """A session that goes not-live gets its open block at the sealed level."""
         self.conn.execute("UPDATE sessions SET live = ? WHERE id = ?", (int(live), session_id))
+        key = self._key(session_id)
+        if not live and key is not None:
+            self.blocks.settle(key)
 
     def set_held(self, session_id: str, reason: str) -> None:
         self.conn.execute("UPDATE sessions SET held = ? WHERE id = ?", (reason, session_id))
@@ -229,6 +233,11 @@ class SqliteTables:
         for sid, listed in by_session.items():
             events = [StoredEvent(r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in listed]
             self.blocks.append(self._require_key(sid), events)
+
+    def block_dictionary(self) -> tuple[int, bytes]:
+        """(id, bytes) of the dictionary new blocks are compressed with
+        (``EventBlocks.block_dictionary``)."""
+        return self.blocks.block_dictionary()
 
     def raw_events(self, session_id: str, seqs: Sequence[int]) -> dict[int, EventView]:
         key = self._key(session_id)
