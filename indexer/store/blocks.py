@@ -33,6 +33,8 @@ a block (its last), a block an append writes whole (written once, rewritten only
 later append continues it), the open block of a session that went not-live, and the
 recompression to a new dictionary. Whole-file ingest thus writes every block once at
 ``SEALED_LEVEL``; a live session's blocks end there once they seal or the session ends.
+(A dir that has not trained its own dictionary yet writes at ``LEVEL`` throughout: the
+training recompresses every block at ``SEALED_LEVEL``.)
 """
 
 from __future__ import annotations

@@ -43,12 +43,6 @@ class EventView(NamedTuple):
     raw: bytes
 
 
-def _rewrite_level(events: Sequence[StoredEvent], raw_bytes: int, count: int) -> int:
-    """The level of the open block continued by ``events`` (``blocks`` module docstring)."""
-    full = is_full(raw_bytes + sum(len(e.raw) for e in events), count + len(events))
-    return SEALED_LEVEL if full else LEVEL
-
-
 def _view(event: StoredEvent, replaced_by: int | None) -> EventView:
     surface = "shadowed" if replaced_by is not None else event.surface
     return EventView(
@@ -64,6 +58,15 @@ class EventBlocks:
         self.codec = codec
         self.dict_id = dict_id
         self.raw_appended = 0  # raw JSON bytes appended through this object (training)
+        # The level of writes that are not rewrites of the open block (``blocks`` module
+        # docstring); LEVEL while the dir has not trained its own dictionary, since
+        # training rewrites every block at SEALED_LEVEL anyway.
+        self.sealed_level = SEALED_LEVEL
+
+    def _rewrite_level(self, events: Sequence[StoredEvent], raw_bytes: int, count: int) -> int:
+        """The level of the open block continued by ``events``."""
+        full = is_full(raw_bytes + sum(len(e.raw) for e in events), count + len(events))
+        return self.sealed_level if full else LEVEL
 
     # ---- compression -----------------------------------------------------------------------------
     def block_dictionary(self) -> tuple[int, bytes]:
@@ -108,7 +111,7 @@ class EventBlocks:
                 start = len(head)
                 more = encode(head)
                 grown = append_payload(payload, more)
-                level = _rewrite_level(head, size, count)
+                level = self._rewrite_level(head, size, count)
                 data = self.codec.compress(grown, self.dict_id, level)
                 self.conn.execute(
                     "UPDATE blocks SET last_seq = ?, dict_id = ?, data = ? WHERE id = ?",
@@ -122,7 +125,7 @@ class EventBlocks:
                     block[0].seq,
                     block[-1].seq,
                     self.dict_id,
-                    self.codec.compress(encode(block), self.dict_id, SEALED_LEVEL),
+                    self.codec.compress(encode(block), self.dict_id, self.sealed_level),
                 )
             )
         self.conn.executemany(
@@ -132,7 +135,7 @@ class EventBlocks:
         )
 
     def settle(self, key: int) -> None:
-        """Write the session's open block once more at ``SEALED_LEVEL``: its session is
+        """Write the session's open block once more at the sealed level: its session is
         not live, so appends to it are not expected any more."""
         tail = self.conn.execute(
             "SELECT id, dict_id, data FROM blocks WHERE session_key = ?"
@@ -145,7 +148,7 @@ class EventBlocks:
         payload = self.payload(data, did)
         self.conn.execute(
             "UPDATE blocks SET dict_id = ?, data = ? WHERE id = ?",
-            (self.dict_id, self.codec.compress(payload, self.dict_id, SEALED_LEVEL), rowid),
+            (self.dict_id, self.codec.compress(payload, self.dict_id, self.sealed_level), rowid),
         )
 
     def mark_replaced(self, key: int, seqs: Iterable[int], replaced_by: int) -> None:

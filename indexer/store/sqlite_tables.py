@@ -19,6 +19,7 @@ import orjson
 
 from indexer.errors import PERSISTENCE_FAILED, SessionqError
 from indexer.store.blocks import StoredEvent
+from indexer.store.dictionaries import Dictionaries
 from indexer.store.event_blocks import EventBlocks, EventView
 from indexer.store.failure import describe
 from indexer.store.schema import (
@@ -90,6 +91,7 @@ class SqliteTables:
         codec, did = load_codec(self.conn)
         self.blocks = EventBlocks(self.conn, codec, did)
         self._keys: dict[str, int] = {}
+        self.dictionaries = Dictionaries(self)
 
     def _key(self, session_id: str) -> int | None:
         key = self._keys.get(session_id)
@@ -208,6 +210,7 @@ class SqliteTables:
         and the session row."""
         key = self._key(session_id)
         if key is not None:
+            self.dictionaries.note_deleted(key)
             self.blocks.delete(key)
             for table in ("source_runs", "replacements"):
                 self.conn.execute(f"DELETE FROM {table} WHERE session_key = ?", (key,))
