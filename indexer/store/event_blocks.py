@@ -12,9 +12,10 @@ once it is full.
 from __future__ import annotations
 
 import bisect
+import functools
 import sqlite3
-from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from indexer.store.blocks import (
     LEVEL,
@@ -29,6 +30,8 @@ from indexer.store.blocks import (
     payload_fill,
     split_blocks,
 )
+
+_T = TypeVar("_T")
 
 
 class EventView(NamedTuple):
@@ -48,6 +51,25 @@ def _view(event: StoredEvent, replaced_by: int | None) -> EventView:
     return EventView(
         event.seq, event.type, event.time, surface, replaced_by, event.indexed, event.raw
     )
+
+
+class MissingDictionaryError(LookupError):
+    """A block names a dictionary the dir does not hold. A reader sees this for a block
+    row it read just before the writer recompressed it and deleted the old dictionary
+    (``indexer.store.dictionaries``): reading the row again finds the new one."""
+
+
+def _retrying(read: Callable[..., _T]) -> Callable[..., _T]:
+    """Run a read once more when a dictionary went missing under it (see above)."""
+
+    @functools.wraps(read)
+    def wrapper(*args: Any, **kwargs: Any) -> _T:
+        try:
+            return read(*args, **kwargs)
+        except MissingDictionaryError:
+            return read(*args, **kwargs)
+
+    return wrapper
 
 
 class EventBlocks:
@@ -81,7 +103,7 @@ class EventBlocks:
         if not self.codec.knows(did):
             row = self.conn.execute("SELECT data FROM dictionaries WHERE id = ?", (did,)).fetchone()
             if row is None:
-                raise LookupError(f"zstd dictionary {did} is missing from the data dir")
+                raise MissingDictionaryError(f"zstd dictionary {did} is missing from the data dir")
             self.codec.add(did, row[0])
         return self.codec.decompress(data, did)
 
@@ -183,6 +205,7 @@ class EventBlocks:
             ).fetchall()
         )
 
+    @_retrying
     def read_range(self, key: int, start: int, end: int) -> list[EventView]:
         """The events with ``start <= seq <= end``, in seq order."""
         if end < start:
@@ -198,6 +221,7 @@ class EventBlocks:
         found = self.read_range(key, seq, seq)
         return found[0] if found else None
 
+    @_retrying
     def read_seqs(self, key: int, seqs: Sequence[int]) -> dict[int, EventView]:
         """The stored events among ``seqs``; each block that holds some is decompressed
         once, and only the part between the first and the last wanted seq is decoded."""

@@ -27,6 +27,7 @@ from indexer.store import blocks as block_format
 from indexer.store import dictionaries
 from indexer.store.blocks import Codec, dictionary_id, shipped_dictionary
 from indexer.store.data_dir import Store, sqlite_path
+from indexer.store.event_blocks import EventBlocks, MissingDictionaryError
 from indexer.store.sqlite_tables import PAGE_SIZE, connect
 from tests.builders import header
 from tests.data_paths import CORPUS_DIR
@@ -320,3 +321,31 @@ def test_a_retired_dictionary_survives_a_restart_until_the_purge(tmp_path: Path)
         store.close()
     assert dictionaries.RETIRED_KEY not in _meta(data)
     assert not scan(data, [victim.encode()])[victim.encode()]
+
+
+def test_a_read_that_races_a_dictionarys_deletion_reads_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    store = Store(data)
+    try:
+        apply_all(store, session("s", "some words"))
+    finally:
+        store.close()
+    conn = connect(sqlite_path(data), readonly=True)
+    try:
+        reader = EventBlocks(conn, Codec())
+        expected = reader.read_range(1, 0, 100)
+        real = EventBlocks.payload
+        raised = []
+
+        def stale_once(self: EventBlocks, data: bytes, did: int) -> bytes:
+            if not raised:
+                raised.append(did)
+                raise MissingDictionaryError(f"zstd dictionary {did} is missing")
+            return real(self, data, did)
+
+        monkeypatch.setattr(EventBlocks, "payload", stale_once)
+        assert reader.read_range(1, 0, 100) == expected and raised
+    finally:
+        conn.close()
