@@ -12,7 +12,8 @@ one installation repeat across its sessions). So:
 * **How**: the newest blocks' payloads, at most ``SAMPLE_BYTES``, cut in
   ``BLOCK_BYTES`` samples, train a ``DICTIONARY_BYTES`` dictionary. It is stored in
   ``dictionaries`` and named current in ``meta`` (a reopened dir keeps using it), and
-  every older block is then recompressed with it.
+  every older block is then recompressed with it, at ``SEALED_LEVEL``; a file of up to
+  ``VACUUM_MAX_BYTES`` is then vacuumed, since the smaller blocks leave free pages.
 * **Transactions**: each step is its own short transaction after the batch's commit
   (a failure here never costs a batch): first the dictionary row and ``meta`` (current
   id, training record, the pending recompression), then the blocks in runs of
@@ -67,6 +68,7 @@ SAMPLE_BYTES: Final = 8 * 1024 * 1024  # the most block payload one training rea
 DICTIONARY_BYTES: Final = 112 * 1024
 RECOMPRESS_RUN: Final = 256  # blocks recompressed per transaction
 RECOMPRESS_BUDGET_S: Final = 2.0  # the most recompression one commit waits for
+VACUUM_MAX_BYTES: Final = 64 * 1024 * 1024  # compact after a recompression up to this size
 TRAINED_KEY: Final = "zstd_trained"  # {"id": dict id, "sessions": [keys sampled]}
 RETIRED_KEY: Final = "zstd_retired"  # "1": a sampled session was deleted
 RECOMPRESS_KEY: Final = "zstd_recompress"  # id the blocks are being moved to
@@ -284,3 +286,17 @@ class Dictionaries:
             target,
             time.perf_counter() - started,
         )
+        self._compact()
+
+    def _compact(self) -> None:
+        """The recompressed blocks are smaller than the ones they replaced: a file of at
+        most ``VACUUM_MAX_BYTES`` is rebuilt without the freed pages (a fraction of a
+        second); a larger one keeps them for later writes to reuse."""
+        path = self.tables.path
+        if path.stat().st_size > VACUUM_MAX_BYTES:
+            return
+        try:
+            self.conn.execute("VACUUM")
+            self.tables.truncate_wal()  # VACUUM wrote the whole file to the WAL
+        except sqlite3.Error as exc:
+            log.warning("VACUUM after the recompression failed (nothing is lost): %s", exc)
