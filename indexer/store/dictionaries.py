@@ -39,6 +39,7 @@ recompresses for this about once per retention period.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import sqlite3
 import time
@@ -73,6 +74,16 @@ TRAINED_KEY: Final = "zstd_trained"  # {"id": dict id, "sessions": [keys sampled
 RETIRED_KEY: Final = "zstd_retired"  # "1": a sampled session was deleted
 RECOMPRESS_KEY: Final = "zstd_recompress"  # id the blocks are being moved to
 _MIN_ID: Final = 2**15  # zstd reserves the ids below
+FAILPOINT_ENV: Final = "SESSIONQ_FAILPOINT"
+MIDWAY: Final = "recompress-midway"
+
+
+def _midway(runs: int) -> None:
+    """``SESSIONQ_FAILPOINT=recompress-midway:<n>`` kills the process once n runs of a
+    recompression have committed (the crash test of the recompression)."""
+    point, _, count = os.environ.get(FAILPOINT_ENV, "").partition(":")
+    if point == MIDWAY and runs >= int(count or "1"):
+        os._exit(137)
 
 
 def sample_payloads(conn: sqlite3.Connection, tables: SqliteTables) -> tuple[list[bytes], set[int]]:
@@ -242,7 +253,7 @@ class Dictionaries:
         target = int(self.tables.get_meta(RECOMPRESS_KEY) or "0")
         blocks = self.tables.blocks
         after = self._cursor if self._cursor[1] == target else (0, target)
-        moved, started = 0, time.perf_counter()
+        moved, runs, started = 0, 0, time.perf_counter()
         while True:
             if budget_s is not None and time.perf_counter() - started > budget_s:
                 self._cursor = after
@@ -270,6 +281,8 @@ class Dictionaries:
                 moved += 1
             self.tables.commit()
             after = (int(rows[-1][0]), target)
+            runs += 1
+            _midway(runs)
         shipped = dictionary_id(shipped_dictionary())
         self.tables.begin()
         self.conn.execute(

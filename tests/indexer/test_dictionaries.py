@@ -9,8 +9,11 @@ events (less than the threshold: other tests never train)."""
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -349,3 +352,46 @@ def test_a_read_that_races_a_dictionarys_deletion_reads_again(
         assert reader.read_range(1, 0, 100) == expected and raised
     finally:
         conn.close()
+
+
+_CRASHING_INGEST = """
+import sys
+from pathlib import Path
+from indexer.ingest import ingest_files
+from indexer.logs.roots import discover
+from indexer.store import dictionaries
+from indexer.store.data_dir import Store
+dictionaries.TRAIN_AT_BYTES = int(sys.argv[3])
+dictionaries.RECOMPRESS_RUN = 16
+store = Store(Path(sys.argv[2]))
+ingest_files(store, discover([Path(sys.argv[1])]))
+"""
+
+
+def test_a_crash_in_the_middle_of_the_recompression_leaves_a_readable_dir(
+    tmp_path: Path, untrained_rows: list[tuple[Any, ...]]
+) -> None:
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if k != dictionaries.FAILPOINT_ENV}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env[dictionaries.FAILPOINT_ENV] = f"{dictionaries.MIDWAY}:3"
+    done = subprocess.run(
+        [sys.executable, "-c", _CRASHING_INGEST, str(CORPUS_DIR), str(data), str(THRESHOLD)],
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 137, done.stderr.decode()
+    meta = _meta(data)
+    trained = int(meta["zstd_dict_id"])
+    assert int(meta[dictionaries.RECOMPRESS_KEY]) == trained
+    assert len(_blocks(data)) == 2  # killed with blocks under both dictionaries
+    assert _rows(data) == untrained_rows
+
+    store = Store(data)  # the next commit finishes the recompression
+    try:
+        store.commit()
+    finally:
+        store.close()
+    assert set(_blocks(data)) == {trained}
+    assert _rows(data) == untrained_rows
