@@ -20,10 +20,21 @@ Chunks are most of a session's events and most of their bytes are the repeated
 envelope. An append keeps the stored entries and adds its own, so the block boundaries
 depend on the events only, the entries inside a block on how appends were grouped.
 
-Compression uses one zstd dictionary trained on real logs
-(``worker/devtools/zstd_dictionary.py``); the package ships it (``zstd.dict``) and every
-data dir keeps a copy of the dictionaries its blocks need (``dictionaries`` table), so
-a dir stays readable when the shipped one changes.
+Compression uses a zstd dictionary: a new data dir starts with the one the package
+ships (``zstd.dict``, trained on real logs by ``worker/devtools/zstd_dictionary.py``)
+and, once it holds enough events, trains its own (``indexer.store.dictionaries``).
+Every data dir keeps a copy of the dictionaries its blocks need (``dictionaries``
+table; each block row names its ``dict_id``), so a dir stays readable when the shipped
+one changes.
+
+Levels: the open block is rewritten by every append, so a rewrite that leaves it open
+uses the fast ``LEVEL``. Every other write is at ``SEALED_LEVEL``: the rewrite that seals
+a block (its last), a block an append writes whole (written once, rewritten only if a
+later append continues it), the open block of a session that went not-live, and the
+recompression to a new dictionary. Whole-file ingest thus writes every block once at
+``SEALED_LEVEL``; a live session's blocks end there once they seal or the session ends.
+(A dir that has not trained its own dictionary yet writes at ``LEVEL`` throughout: the
+training recompresses every block at ``SEALED_LEVEL``.)
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ import zstandard
 BLOCK_BYTES: Final = 32 * 1024
 BLOCK_EVENTS: Final = 1024
 LEVEL: Final = 3
+SEALED_LEVEL: Final = 9  # 19 saves little more at several times the CPU (bench/README.md)
 SHIPPED_DICTIONARY: Final = "zstd.dict"
 NO_DICTIONARY: Final = 0
 
@@ -272,33 +284,39 @@ class Codec:
     def knows(self, did: int) -> bool:
         return did == NO_DICTIONARY or did in self._dictionaries
 
-    def _contexts(self) -> dict[tuple[str, int], Any]:
-        contexts: dict[tuple[str, int], Any] | None = getattr(self._local, "contexts", None)
+    def data(self, did: int) -> bytes:
+        """The bytes of a known dictionary (empty for ``NO_DICTIONARY``)."""
+        if did == NO_DICTIONARY:
+            return b""
+        return bytes(self._dictionaries[did].as_bytes())
+
+    def _contexts(self) -> dict[tuple[str, int, int], Any]:
+        contexts: dict[tuple[str, int, int], Any] | None = getattr(self._local, "contexts", None)
         if contexts is None:
             contexts = {}
             self._local.contexts = contexts
         return contexts
 
-    def compress(self, payload: bytes, did: int) -> bytes:
+    def compress(self, payload: bytes, did: int, level: int = LEVEL) -> bytes:
         contexts = self._contexts()
-        ctx = contexts.get(("c", did))
+        ctx = contexts.get(("c", did, level))
         if ctx is None:
             if did == NO_DICTIONARY:
-                ctx = zstandard.ZstdCompressor(level=LEVEL)
+                ctx = zstandard.ZstdCompressor(level=level)
             else:
-                ctx = zstandard.ZstdCompressor(level=LEVEL, dict_data=self._dictionaries[did])
-            contexts[("c", did)] = ctx
+                ctx = zstandard.ZstdCompressor(level=level, dict_data=self._dictionaries[did])
+            contexts[("c", did, level)] = ctx
         return bytes(ctx.compress(payload))
 
     def decompress(self, data: bytes, did: int) -> bytes:
         contexts = self._contexts()
-        ctx = contexts.get(("d", did))
+        ctx = contexts.get(("d", did, 0))
         if ctx is None:
             if did == NO_DICTIONARY:
                 ctx = zstandard.ZstdDecompressor()
             else:
                 ctx = zstandard.ZstdDecompressor(dict_data=self._dictionaries[did])
-            contexts[("d", did)] = ctx
+            contexts[("d", did, 0)] = ctx
         return bytes(ctx.decompress(data))
 
 

@@ -14,6 +14,7 @@ embedded ``serve`` all apply through it, under one failure rule:
   ``BatchAbortedError`` when SQLite lost the whole transaction (e.g. a full disk) —
   then the whole batch is gone, as after a failed ``commit``.
 
+After a commit the dir may train its own zstd dictionary (``indexer.store.dictionaries``).
 A commit that follows an applied delete runs a purge pass (``indexer.store.purge``), so
 the deleted session's bytes leave the files too; ``purge_if_due`` is the idle tick.
 
@@ -140,6 +141,7 @@ class Store:
             if exc.index_committed:
                 self._repair_index(touched)
             raise
+        self.tables.dictionaries.after_commit()
         self.purger.after_commit()
 
     def purge_if_due(self) -> PurgeReport | None:

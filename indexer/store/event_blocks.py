@@ -4,18 +4,23 @@
 The writer (``SqliteTables``) and the readers (``indexer.query.events``) share this
 class over their own connections; only the writer calls the methods that write. An
 append rewrites at most the session's open last block (``blocks`` module docstring); an
-exact read decompresses only the blocks that hold the seqs it asks for.
+exact read decompresses only the blocks that hold the seqs it asks for. A block is
+compressed with the dictionary ``dict_id`` names when it is written, at the sealed level
+once it is full.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import sqlite3
-from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from indexer.store.blocks import (
+    LEVEL,
     NO_DICTIONARY,
+    SEALED_LEVEL,
     Codec,
     StoredEvent,
     append_payload,
@@ -25,6 +30,8 @@ from indexer.store.blocks import (
     payload_fill,
     split_blocks,
 )
+
+_T = TypeVar("_T")
 
 
 class EventView(NamedTuple):
@@ -46,6 +53,25 @@ def _view(event: StoredEvent, replaced_by: int | None) -> EventView:
     )
 
 
+class MissingDictionaryError(LookupError):
+    """A block names a dictionary the dir does not hold. A reader sees this for a block
+    row it read just before the writer recompressed it and deleted the old dictionary
+    (``indexer.store.dictionaries``): reading the row again finds the new one."""
+
+
+def _retrying(read: Callable[..., _T]) -> Callable[..., _T]:
+    """Run a read once more when a dictionary went missing under it (see above)."""
+
+    @functools.wraps(read)
+    def wrapper(*args: Any, **kwargs: Any) -> _T:
+        try:
+            return read(*args, **kwargs)
+        except MissingDictionaryError:
+            return read(*args, **kwargs)
+
+    return wrapper
+
+
 class EventBlocks:
     """One connection's access to a data dir's event blocks."""
 
@@ -53,26 +79,45 @@ class EventBlocks:
         self.conn = conn
         self.codec = codec
         self.dict_id = dict_id
+        self.raw_appended = 0  # raw JSON bytes appended through this object (training)
+        # The level of writes that are not rewrites of the open block (``blocks`` module
+        # docstring); LEVEL while the dir has not trained its own dictionary, since
+        # training rewrites every block at SEALED_LEVEL anyway.
+        self.sealed_level = SEALED_LEVEL
+
+    def _rewrite_level(self, events: Sequence[StoredEvent], raw_bytes: int, count: int) -> int:
+        """The level of the open block continued by ``events``."""
+        full = is_full(raw_bytes + sum(len(e.raw) for e in events), count + len(events))
+        return self.sealed_level if full else LEVEL
 
     # ---- compression -----------------------------------------------------------------------------
-    def _payload(self, data: bytes, did: int) -> bytes:
+    def block_dictionary(self) -> tuple[int, bytes]:
+        """(id, bytes) of the dictionary new blocks are compressed with, for code that
+        compresses blocks elsewhere (worker processes). The id changes when the dir
+        trains its own dictionary (``indexer.store.dictionaries``); a dictionary that new
+        blocks no longer use stays in the dir while blocks use it, the shipped one always."""
+        return self.dict_id, self.codec.data(self.dict_id)
+
+    def payload(self, data: bytes, did: int) -> bytes:
+        """A block's payload, decompressed with the dictionary its row names."""
         if not self.codec.knows(did):
             row = self.conn.execute("SELECT data FROM dictionaries WHERE id = ?", (did,)).fetchone()
             if row is None:
-                raise LookupError(f"zstd dictionary {did} is missing from the data dir")
+                raise MissingDictionaryError(f"zstd dictionary {did} is missing from the data dir")
             self.codec.add(did, row[0])
         return self.codec.decompress(data, did)
 
     def _decode(
         self, first_seq: int, did: int, data: bytes, start: int = 0, end: int = 2**63
     ) -> list[StoredEvent]:
-        return decode(self._payload(data, did), first_seq, start, end)
+        return decode(self.payload(data, did), first_seq, start, end)
 
     # ---- writes ----------------------------------------------------------------------------------
     def append(self, key: int, events: Sequence[StoredEvent]) -> None:
         """Store events that continue the session (the caller checked contiguity)."""
         if not events:
             return
+        self.raw_appended += sum(len(e.raw) for e in events)
         tail = self.conn.execute(
             "SELECT id, first_seq, dict_id, data FROM blocks WHERE session_key = ?"
             " ORDER BY first_seq DESC LIMIT 1",
@@ -81,16 +126,18 @@ class EventBlocks:
         start = 0
         if tail is not None:
             rowid, _first_seq, did, data = tail
-            payload = self._payload(data, did)
+            payload = self.payload(data, did)
             size, count = payload_fill(payload)
             if not is_full(size, count):
                 head = split_blocks(events, size, count)[0]
                 start = len(head)
                 more = encode(head)
                 grown = append_payload(payload, more)
+                level = self._rewrite_level(head, size, count)
+                data = self.codec.compress(grown, self.dict_id, level)
                 self.conn.execute(
                     "UPDATE blocks SET last_seq = ?, dict_id = ?, data = ? WHERE id = ?",
-                    (head[-1].seq, self.dict_id, self.codec.compress(grown, self.dict_id), rowid),
+                    (head[-1].seq, self.dict_id, data, rowid),
                 )
         rows = []
         for block in split_blocks(events[start:]):
@@ -100,13 +147,30 @@ class EventBlocks:
                     block[0].seq,
                     block[-1].seq,
                     self.dict_id,
-                    self.codec.compress(encode(block), self.dict_id),
+                    self.codec.compress(encode(block), self.dict_id, self.sealed_level),
                 )
             )
         self.conn.executemany(
             "INSERT INTO blocks(session_key, first_seq, last_seq, dict_id, data)"
             " VALUES (?, ?, ?, ?, ?)",
             rows,
+        )
+
+    def settle(self, key: int) -> None:
+        """Write the session's open block once more at the sealed level: its session is
+        not live, so appends to it are not expected any more."""
+        tail = self.conn.execute(
+            "SELECT id, dict_id, data FROM blocks WHERE session_key = ?"
+            " ORDER BY first_seq DESC LIMIT 1",
+            (key,),
+        ).fetchone()
+        if tail is None:
+            return
+        rowid, did, data = tail
+        payload = self.payload(data, did)
+        self.conn.execute(
+            "UPDATE blocks SET dict_id = ?, data = ? WHERE id = ?",
+            (self.dict_id, self.codec.compress(payload, self.dict_id, self.sealed_level), rowid),
         )
 
     def mark_replaced(self, key: int, seqs: Iterable[int], replaced_by: int) -> None:
@@ -141,6 +205,7 @@ class EventBlocks:
             ).fetchall()
         )
 
+    @_retrying
     def read_range(self, key: int, start: int, end: int) -> list[EventView]:
         """The events with ``start <= seq <= end``, in seq order."""
         if end < start:
@@ -156,6 +221,7 @@ class EventBlocks:
         found = self.read_range(key, seq, seq)
         return found[0] if found else None
 
+    @_retrying
     def read_seqs(self, key: int, seqs: Sequence[int]) -> dict[int, EventView]:
         """The stored events among ``seqs``; each block that holds some is decompressed
         once, and only the part between the first and the last wanted seq is decoded."""

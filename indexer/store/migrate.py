@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from indexer.store.blocks import Codec, StoredEvent, shipped_dictionary
+from indexer.store.blocks import LEVEL, Codec, StoredEvent, shipped_dictionary
 from indexer.store.event_blocks import EventBlocks
 from indexer.store.schema import (
     SCHEMA_VERSION,
@@ -89,6 +89,7 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
         _sessions(conn),
     )
     blocks = EventBlocks(conn, Codec({did: shipped_dictionary()}), did)
+    blocks.sealed_level = LEVEL  # the dir's first training recompresses them all at 9
     keys = conn.execute("SELECT key, id FROM sessions ORDER BY key").fetchall()
     for n, (key, sid) in enumerate(keys):
         blocks.append(key, list(_events(conn, sid)))

@@ -9,7 +9,9 @@ keeps freed cells in its pages and older page images in the WAL. The policy:
 * **SQLite**: the writer connection runs with ``secure_delete = ON`` (``SqliteTables``),
   so freed cells and pages are zeroed as they are freed; a pass then checkpoints the WAL
   into the database and truncates it (``wal_checkpoint(TRUNCATE)``), so no page image
-  from before the delete survives. A reader holding an older snapshot can keep the
+  from before the delete survives. Before that, a zstd dictionary trained from a sample
+  that held the deleted session is replaced and deleted (``indexer.store.dictionaries``).
+  A reader holding an older snapshot can keep the
   checkpoint from completing: the pass then stays pending and the next one retries.
 * **Tantivy** (tantivy-py exposes no merge call): a segment whose every document is
   deleted is dropped at the next commit and its files are garbage-collected. A pass waits
@@ -121,8 +123,10 @@ class Purger:
         self._on_pass = on_pass
         recorded = tables.get_meta(PENDING_KEY)
         # Never recorded: a data dir from before this policy may hold erased documents.
-        self.pending = recorded == "1" or (
-            recorded is None and any(s.deleted for s in read_segments(index.path))
+        self.pending = (
+            recorded == "1"
+            or tables.dictionaries.retired()
+            or (recorded is None and any(s.deleted for s in read_segments(index.path)))
         )
         # Deleted-document counts known to hold no erased document. With a pass pending
         # from before the start nothing is known: every segment with deletions is dirty.
@@ -229,10 +233,12 @@ class Purger:
             rewritten, sessions = len(dirty_ids) - len(leftover), len(found)
             if leftover:
                 log.warning("purge: %d dirty segments remain after the pass", len(leftover))
+        # A dictionary sampled from a deleted session goes before the WAL is truncated.
+        dictionaries_clean = self.tables.dictionaries.retire()
         wal_truncated = self.tables.truncate_wal()
         # A segment left dirty stays out of the baseline: the next pass rewrites it.
         self._baseline = {s.id: s.deleted for s in read_segments(path) if s.id not in leftover}
-        complete = wal_truncated and not leftover
+        complete = wal_truncated and not leftover and dictionaries_clean
         return PurgeReport(
             rewritten, sessions, documents, wal_truncated, complete, time.perf_counter() - started
         )
