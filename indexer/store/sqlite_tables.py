@@ -13,13 +13,12 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from indexer.errors import PERSISTENCE_FAILED, SessionqError
 from indexer.store.blocks import StoredEvent
-from indexer.store.event_blocks import EventBlocks, EventView
+from indexer.store.event_blocks import BlockRow, EventBlocks, EventView
 from indexer.store.failure import describe
 from indexer.store.schema import (
     SCHEMA_VERSION,
@@ -220,15 +219,13 @@ class SqliteTables:
         )
 
     # ---- events --------------------------------------------------------------------------------
-    def insert_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        """Rows of (session_id, seq, type, time, surface, indexed, raw), contiguous per
-        session and continuing it."""
-        by_session: dict[str, list[tuple[Any, ...]]] = {}
-        for row in rows:
-            by_session.setdefault(row[0], []).append(row)
-        for sid, listed in by_session.items():
-            events = [StoredEvent(r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in listed]
-            self.blocks.append(self._require_key(sid), events)
+    def insert_events(self, session_id: str, events: Sequence[StoredEvent]) -> None:
+        """Events contiguous and continuing the session."""
+        self.blocks.append(self._require_key(session_id), events)
+
+    def insert_blocks(self, session_id: str, rows: Sequence[BlockRow]) -> None:
+        """Built blocks (``event_blocks.block_rows``) of a session without events yet."""
+        self.blocks.insert_rows(self._require_key(session_id), rows)
 
     def raw_events(self, session_id: str, seqs: Sequence[int]) -> dict[int, EventView]:
         key = self._key(session_id)
