@@ -22,6 +22,7 @@ import orjson
 from indexer.model import SessionEvent, SessionHeader
 from indexer.model.event import SURFACE_ELIGIBLE
 from indexer.store.blocks import StoredEvent
+from indexer.store.schema import source_runs
 from indexer.store.tantivy import IndexDoc
 from indexer.surface.fold import FoldStep, SurfaceFold
 from indexer.surface.text import extract_text
@@ -37,17 +38,14 @@ class WritePlan:
     replacements: list[tuple[int, int, int, tuple[int, ...]]]  # seq, start, end, shadowed
     marks: list[tuple[int, int]]  # (seq, replaced_by) of events in this batch
     older_marks: list[tuple[int, int]]  # (seq, replaced_by) of events stored before it
-    sources: list[tuple[str, int, int]]  # (session id, source seq, seq)
+    source_runs: list[tuple[int, int, int]]  # (first, last, seq): seq cites first..last
     next_seq: int
     nodes: list[int]
     last_step_start: int | None
     title_json: str | None
     last_time: int
+    events: int  # len(rows), kept when the rows travel as built blocks instead
     docs: list[IndexDoc] = field(default_factory=list)
-
-    @property
-    def events(self) -> int:
-        return len(self.rows)
 
 
 def title_json(event: SessionEvent) -> str:
@@ -92,12 +90,12 @@ def plan_events(
     sid = header.id
     surface: dict[int, str] = {}
     replaced_by: dict[int, int] = {}
-    sources: list[tuple[str, int, int]] = []
+    cited: dict[int, list[int]] = {}
     replacements: list[tuple[int, int, int, tuple[int, ...]]] = []
     for event, step in zip(new, steps, strict=True):
         surface[event.seq] = "current" if event.type in SURFACE_ELIGIBLE else "log-only"
         if step.sources:
-            sources.extend((sid, s, event.seq) for s in step.sources)
+            cited.setdefault(event.seq, []).extend(step.sources)
         if step.kind == "replace":
             assert step.start is not None and step.end is not None
             replacements.append((event.seq, step.start, step.end, tuple(step.shadowed)))
@@ -119,11 +117,26 @@ def plan_events(
         replacements=replacements,
         marks=[(s, by) for s, by in replaced_by.items() if s in surface],
         older_marks=sorted((s, by) for s, by in replaced_by.items() if s not in surface),
-        sources=sources,
+        source_runs=[
+            (first, last, seq) for seq, seqs in cited.items() for first, last in source_runs(seqs)
+        ],
         next_seq=fold.next_seq,
         nodes=list(fold.nodes),
         last_step_start=last_step,
         title_json=title_json(last_title) if last_title is not None else None,
         last_time=new[-1].time,
+        events=len(rows),
         docs=[index_doc(header, e, surface[e.seq], texts[e.seq]) for e in new if texts[e.seq]],
     )
+
+
+@dataclass(slots=True)
+class FreshLog:
+    """A whole log read from seq 0, planned as the writes of a session the store does not
+    hold yet, its blocks built and compressed (``indexer.ingest_parallel``). The writer
+    applies it only when its header creates the session; otherwise the log is applied
+    the ordinary way."""
+
+    header: SessionHeader
+    plan: WritePlan | None  # None: a log without events
+    blocks: list[tuple[int, int, int, bytes]]

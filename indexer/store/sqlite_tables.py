@@ -26,7 +26,6 @@ from indexer.store.schema import (
     encode_surface,
     load_codec,
     open_schema,
-    source_runs,
 )
 
 __all__ = ["SCHEMA_VERSION", "Savepoint", "SessionState", "SqliteTables", "connect"]
@@ -223,6 +222,13 @@ class SqliteTables:
         """Events contiguous and continuing the session."""
         self.blocks.append(self._require_key(session_id), events)
 
+    def block_dictionary(self) -> tuple[int, bytes | None]:
+        """The id and bytes of the dictionary new blocks are compressed with (``None``:
+        no dictionary), for blocks built off the writer."""
+        did = self.blocks.dict_id
+        row = self.conn.execute("SELECT data FROM dictionaries WHERE id = ?", (did,)).fetchone()
+        return did, None if row is None else bytes(row[0])
+
     def insert_blocks(self, session_id: str, rows: Sequence[BlockRow]) -> None:
         """Built blocks (``event_blocks.block_rows``) of a session without events yet."""
         self.blocks.insert_rows(self._require_key(session_id), rows)
@@ -244,18 +250,12 @@ class SqliteTables:
     def mark_shadowed(self, session_id: str, seqs: Sequence[int], replaced_by: int) -> None:
         self.blocks.mark_replaced(self._require_key(session_id), seqs, replaced_by)
 
-    def insert_sources(self, rows: Iterable[tuple[str, int, int]]) -> None:
-        """Rows of (session_id, source_seq, seq), stored as runs of source seqs."""
-        cited: dict[tuple[str, int], list[int]] = {}
-        for sid, source_seq, seq in rows:
-            cited.setdefault((sid, seq), []).append(source_seq)
+    def insert_source_runs(self, session_id: str, runs: Iterable[tuple[int, int, int]]) -> None:
+        """Rows of (first, last, seq): event ``seq`` cites source seqs first..last."""
+        key = self._require_key(session_id)
         self.conn.executemany(
             "INSERT OR IGNORE INTO source_runs(session_key, first, last, seq) VALUES (?, ?, ?, ?)",
-            [
-                (self._require_key(sid), first, last, seq)
-                for (sid, seq), sources in cited.items()
-                for first, last in source_runs(sources)
-            ],
+            [(key, first, last, seq) for first, last, seq in runs],
         )
 
     def insert_replacement(

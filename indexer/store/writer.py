@@ -37,7 +37,7 @@ from indexer.model.records import (
     LifecycleRecord,
 )
 from indexer.store.event_blocks import BlockRow
-from indexer.store.plan import WritePlan, index_doc, plan_events
+from indexer.store.plan import FreshLog, WritePlan, index_doc, plan_events
 from indexer.store.sqlite_tables import SqliteTables
 from indexer.store.tantivy import IndexDoc, TantivyIndex
 from indexer.surface.fold import FoldedLog, FoldStep, FoldViolation, SurfaceFold
@@ -105,6 +105,18 @@ class StoreWriter:
             documents=applied.documents,
             noop=head.noop and applied.noop,
         )
+
+    def apply_fresh(self, fresh: FreshLog) -> Applied | None:
+        """A log planned elsewhere for a new session; ``None`` (nothing written) when the
+        store already holds the session: then it must be applied as a log."""
+        self.tables.begin()
+        if self.tables.session_state(fresh.header.id) is not None:
+            return None
+        head = self.apply_header(fresh.header)
+        if fresh.plan is None:
+            return head
+        applied = self.apply_plan(fresh.header, fresh.plan, fresh.blocks)
+        return Applied("log", fresh.header.id, events=applied.events, documents=applied.documents)
 
     # ---- header, lifecycle, delete ------------------------------------------------------------
     def apply_header(self, header: SessionHeader) -> Applied:
@@ -247,7 +259,7 @@ class StoreWriter:
                 if row.indexed:
                     ev = _decode(row.raw)
                     docs.append(index_doc(header, ev, "shadowed", extract_text(ev.type, ev.data)))
-        self.tables.insert_sources(plan.sources)
+        self.tables.insert_source_runs(sid, plan.source_runs)
         self.tables.update_fold_state(
             sid,
             plan.next_seq,

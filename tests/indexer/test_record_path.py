@@ -54,7 +54,6 @@ from tests.injection import (
     events_batch_of,
     in_transaction,
     inject,
-    rows_of,
     session_arg,
 )
 from tests.snapshots import snapshot
@@ -158,7 +157,7 @@ ROW_STEPS: dict[str, Callable[[str], Callable[..., bool]]] = {
     "insert_replacement": session_arg,
     "insert_events": session_arg,
     "mark_shadowed": session_arg,
-    "insert_sources": rows_of,
+    "insert_source_runs": session_arg,
     "update_fold_state": session_arg,
 }
 

@@ -1,0 +1,167 @@
+"""Parallel ingest: the per-file work done in worker processes, the writes in order.
+
+Reading a log (decode, validate, fold), planning its writes (``indexer.store.plan``) and
+cutting and compressing its blocks need nothing from the store when the session is new,
+and they are most of an ingest's CPU. Worker processes do them for chunks of files; the
+writer process applies the results in the files' order through ``Store.apply_fresh``,
+under the record path's usual atomicity. What a worker cannot plan — a file whose session
+the store already holds, a reader failure other than a rejection — is applied the
+ordinary way in the writer, so the outcome is the sequential ingest's, file for file.
+
+Workers start from a fork server (the writer process runs Tantivy's threads, which a
+plain fork must not copy) and get the data dir's current dictionary when they start:
+blocks compressed with it stay readable whatever the dir's current dictionary becomes
+(each block names its own). As with any process pool, the calling program's main module
+must be import-safe (``if __name__ == "__main__"``): the CLI's is.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from indexer.logs.importers.detect import LogSource, read_source
+from indexer.logs.reader import LogRejectedError
+from indexer.store.blocks import NO_DICTIONARY, Codec
+from indexer.store.event_blocks import block_rows
+from indexer.store.plan import FreshLog, plan_events
+from indexer.store.tantivy import prebuilt
+
+CHUNK_FILES: Final = 16
+"""Files per worker task: large enough to amortize a task's round trip and dictionary,
+small enough that the writer starts early and the workers stay balanced."""
+
+MIN_FILES: Final = 2 * CHUNK_FILES
+"""Fewer files than this are read in the writer process: starting workers costs more."""
+
+Item = Path | LogSource
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a worker made of one file: a planned new session, a rejection reason (the
+    sequential ingest's wording), or ``"local"``: read and apply it in the writer."""
+
+    kind: Literal["fresh", "rejected", "local"]
+    fresh: FreshLog | None = None
+    reason: str = ""
+
+
+def default_jobs(jobs: int = 0) -> int:
+    """``jobs``, or one worker per CPU core this process may use when it is 0."""
+    if jobs > 0:
+        return jobs
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _path(item: Item) -> Path:
+    return item.path if isinstance(item, LogSource) else item
+
+
+def prepare(item: Item, codec: Codec, dict_id: int) -> Outcome:
+    """Read and plan one file as a new session (runs in a worker)."""
+    path = _path(item)
+    try:
+        log = read_source(item)
+    except LogRejectedError as exc:
+        return Outcome("rejected", reason=str(exc))
+    except OSError as exc:
+        return Outcome("rejected", reason=f"{path}: cannot read: {exc}")
+    except Exception:  # the writer reads it again and reports it its own way
+        return Outcome("local")
+    if not log.events:
+        return Outcome("fresh", FreshLog(log.header, None, []))
+    if log.fold is None or len(log.fold.steps) != len(log.events) or log.events[0].seq != 0:
+        return Outcome("local")
+    plan = plan_events(log.header, log.events, log.fold.steps, log.fold.state)
+    blocks = block_rows(plan.rows, codec, dict_id)
+    plan.rows = []  # the blocks carry them; nothing else reads them
+    plan.docs = [prebuilt(d) for d in plan.docs]
+    return Outcome("fresh", FreshLog(log.header, plan, blocks))
+
+
+class _Worker:
+    """A worker process's codec: the pool's dictionary, given once when it starts."""
+
+    codec = Codec()
+    dict_id = NO_DICTIONARY
+
+
+def _start_worker(dict_id: int, dictionary: bytes | None) -> None:
+    _Worker.codec = Codec({dict_id: dictionary} if dictionary is not None else None)
+    _Worker.dict_id = dict_id
+
+
+def prepare_chunk(items: Sequence[Item]) -> tuple[list[Outcome], float]:
+    """The chunk's outcomes and the worker CPU seconds they took (for the summary)."""
+    cpu = time.process_time()
+    outcomes = [prepare(item, _Worker.codec, _Worker.dict_id) for item in items]
+    return outcomes, time.process_time() - cpu
+
+
+@dataclass(slots=True)
+class PoolStats:
+    """What the workers spent, summed over the chunks they finished."""
+
+    cpu_seconds: float = 0.0
+
+
+def _chunks(items: Iterable[Item]) -> Iterator[list[Item]]:
+    chunk: list[Item] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == CHUNK_FILES:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def prepared(
+    items: Sequence[Item],
+    jobs: int,
+    dictionary: tuple[int, bytes | None],
+    stats: PoolStats | None = None,
+) -> Iterator[tuple[Item, Outcome]]:
+    """Every item with its outcome, in order; at most ``2 * jobs`` chunks in flight (the
+    writer's pace bounds the memory held by finished ones)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    dict_id, data = dictionary
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(dict_id, data)
+    ) as pool:
+        pending: deque[tuple[list[Item], Future[tuple[list[Outcome], float]]]] = deque()
+        stats = stats if stats is not None else PoolStats()
+        chunks = _chunks(items)
+        try:
+            for chunk in chunks:
+                pending.append((chunk, pool.submit(prepare_chunk, chunk)))
+                if len(pending) >= 2 * jobs:
+                    yield from _finished(*pending.popleft(), stats)
+            while pending:
+                yield from _finished(*pending.popleft(), stats)
+        finally:
+            for _chunk, future in pending:
+                future.cancel()
+
+
+def _finished(
+    chunk: list[Item], future: Future[tuple[list[Outcome], float]], stats: PoolStats
+) -> Iterator[tuple[Item, Outcome]]:
+    try:
+        outcomes, cpu = future.result()
+    except Exception:  # a worker died: the writer reads the chunk itself
+        outcomes, cpu = [Outcome("local") for _ in chunk], 0.0
+    stats.cpu_seconds += cpu
+    yield from zip(chunk, outcomes, strict=True)
