@@ -69,7 +69,8 @@ def prebuilt(d: IndexDoc) -> IndexDoc:
     """``d`` with its Tantivy document built (all but the ``sid`` the writer allocates):
     tokenizing and term building done where CPU is free (``indexer.ingest_parallel``).
     Pickled, so each ``document`` call gets its own copy to add the ``sid`` to."""
-    return dataclasses.replace(d, body=pickle.dumps(_body(d)))
+    # The body holds the text: it does not travel twice.
+    return dataclasses.replace(d, text="", body=pickle.dumps(_body(d)))
 
 
 NULL_TERM: Final = "n"
