@@ -8,8 +8,10 @@ under the record path's usual atomicity. What a worker cannot plan — a file wh
 the store already holds, a reader failure other than a rejection — is applied the
 ordinary way in the writer, so the outcome is the sequential ingest's, file for file.
 
-Workers start from a fork server (the writer process runs Tantivy's threads, which a
-plain fork must not copy) and get the data dir's current dictionary when they start:
+Workers are spawned (the writer process runs Tantivy's threads, which a fork must not
+copy) as the writer's own children, and each watches that its parent is alive: a writer
+killed outright (``SIGKILL``, the OOM killer) leaves no worker behind holding its pipes.
+They get the data dir's current dictionary when they start:
 blocks compressed with it stay readable whatever the dir's current dictionary becomes
 (each block names its own). As with any process pool, the calling program's main module
 must be import-safe (``if __name__ == "__main__"``): the CLI's is.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -97,9 +100,22 @@ class _Worker:
     dict_id = NO_DICTIONARY
 
 
-def _start_worker(dict_id: int, dictionary: bytes | None) -> None:
+WATCH_INTERVAL_S: Final = 0.2
+
+
+def _start_worker(owner: int, dict_id: int, dictionary: bytes | None) -> None:
     _Worker.codec = Codec({dict_id: dictionary} if dictionary is not None else None)
     _Worker.dict_id = dict_id
+    threading.Thread(target=_exit_with, args=(owner,), name="owner-watch", daemon=True).start()
+
+
+def _exit_with(owner: int) -> None:
+    """End this worker once the writer that started it is gone (a dead parent's children
+    are re-parented at once, so the parent pid changes even while the writer is a
+    zombie). The pool ends its workers itself otherwise."""
+    while os.getppid() == owner:
+        time.sleep(WATCH_INTERVAL_S)
+    os._exit(1)
 
 
 def prepare_chunk(items: Sequence[Item]) -> tuple[list[Outcome], float]:
@@ -135,11 +151,13 @@ def prepared(
 ) -> Iterator[tuple[Item, Outcome]]:
     """Every item with its outcome, in order; at most ``2 * jobs`` chunks in flight (the
     writer's pace bounds the memory held by finished ones)."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
+    context = multiprocessing.get_context("spawn")
     dict_id, data = dictionary
     with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(dict_id, data)
+        max_workers=jobs,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(os.getpid(), dict_id, data),
     ) as pool:
         pending: deque[tuple[list[Item], Future[tuple[list[Outcome], float]]]] = deque()
         stats = stats if stats is not None else PoolStats()

@@ -6,7 +6,11 @@ trees, a repeated file, a file that vanished and a second run over a full store.
 from __future__ import annotations
 
 import hashlib
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
@@ -140,3 +144,64 @@ def test_a_chunk_whose_worker_failed_is_read_by_the_writer(failure: BaseExceptio
         future.set_exception(failure())
         with pytest.raises(KeyboardInterrupt):
             list(_finished([Path("a.jsonl")], future, stats))
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_a_killed_ingest_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """SIGKILL gives the writer no chance to stop its pool: the workers notice that their
+    parent is gone and exit, so nothing keeps the ingest's pipes (or memory) open."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(6):  # enough files that the workers are still busy when it is killed
+        for src in sorted(CORPUS_DIR.glob("*.jsonl")):
+            (corpus / f"{i}-{src.name}").write_bytes(
+                src.read_bytes().replace(b'"id":"', b'"id":"%d' % i, 1)
+            )
+    cmd = [sys.executable, "-m", "worker", "ingest", str(corpus), "--data", str(tmp_path / "d")]
+    proc = subprocess.Popen(
+        [*cmd, "--jobs", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            workers = [p for p in _children(proc.pid) if "spawn_main" in _cmdline(p)]
+            if len(workers) == 2:
+                break
+            time.sleep(0.05)
+        assert len(workers) == 2, "the pool did not start"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.05)
+        assert not [w for w in workers if _alive(w)], "a worker outlived the killed ingest"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
