@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from indexer.errors import BatchAbortedError, SessionqError
+from indexer.ingest_parallel import MIN_FILES, Compression, Outcome, PoolStats, prepared
 from indexer.logs.importers.detect import LogSource, read_source
 from indexer.logs.reader import LogRejectedError
 from indexer.store.data_dir import Store
+from indexer.store.writer import Applied
 
 
 @dataclass(slots=True)
@@ -41,6 +44,8 @@ class IngestSummary(_Counts):
     # The first lost batch's cause (e.g. "disk full: …") and how many files it cost.
     lost: str | None = None
     lost_files: int = 0
+    # CPU seconds the worker processes spent (``jobs`` > 1), besides this process's own.
+    worker_cpu_seconds: float = 0.0
 
     @property
     def readable(self) -> bool:
@@ -89,17 +94,26 @@ def ingest_files(
     *,
     commit_every_events: int = 200_000,
     on_file: Callable[[Path], None] | None = None,
+    jobs: int = 1,
 ) -> IngestSummary:
     """Apply every log (a bare path is a dsh log); commit every ``commit_every_events``
-    events and at the end."""
+    events and at the end. ``jobs`` > 1 reads and plans the files in that many worker
+    processes (``indexer.ingest_parallel``); the result is the same, file for file."""
+    items = list(files)
     summary = IngestSummary()
     batch = _Batch()
-    for item in files:
+    pool = PoolStats()
+    if jobs > 1 and len(items) >= MIN_FILES:
+        outcomes: Iterable[tuple[Path | LogSource, Outcome]] = prepared(
+            items, jobs, lambda: _compression(store), pool
+        )
+    else:
+        outcomes = ((item, LOCAL) for item in items)
+    for item, outcome in outcomes:
         path = item.path if isinstance(item, LogSource) else item
         summary.files += 1
         try:
-            log = read_source(item)
-            applied = store.apply(log)
+            applied = _apply(store, item, outcome)
         except LogRejectedError as exc:
             summary.rejected.append(Rejection(path, str(exc)))
         except OSError as exc:
@@ -110,16 +124,39 @@ def ingest_files(
         except SessionqError as exc:
             summary.rejected.append(Rejection(path, f"{path}: {exc.message}"))
         else:
-            batch.files.append(path)
-            if applied.noop:
-                batch.counts.unchanged += 1
+            if applied is None:
+                summary.rejected.append(Rejection(path, outcome.reason))
             else:
-                batch.counts.sessions += 1
-                batch.counts.events += applied.events
-                batch.counts.documents += applied.documents
-            if batch.counts.events >= commit_every_events:
-                _commit(store, batch, summary)
+                batch.files.append(path)
+                if applied.noop:
+                    batch.counts.unchanged += 1
+                else:
+                    batch.counts.sessions += 1
+                    batch.counts.events += applied.events
+                    batch.counts.documents += applied.documents
+                if batch.counts.events >= commit_every_events:
+                    _commit(store, batch, summary)
         if on_file is not None:
             on_file(path)
     _commit(store, batch, summary)
+    summary.worker_cpu_seconds = pool.cpu_seconds
     return summary
+
+
+LOCAL: Final = Outcome("local")
+
+
+def _compression(store: Store) -> Compression:
+    did, data = store.tables.block_dictionary()
+    return Compression(did, data, store.tables.blocks.sealed_level)
+
+
+def _apply(store: Store, item: Path | LogSource, outcome: Outcome) -> Applied | None:
+    """Apply one file's outcome; ``None`` = a worker's rejection (``outcome.reason``)."""
+    if outcome.kind == "rejected":
+        return None
+    if outcome.fresh is not None:
+        applied = store.apply_fresh(outcome.fresh)
+        if applied is not None:
+            return applied
+    return store.apply(read_source(item))

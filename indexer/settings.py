@@ -272,6 +272,12 @@ class IngestSettings(RoleSettings):
     data: Path = Field(description="data directory")
     commit_every: int = Field(default=200_000, ge=1, description="commit after this many events")
     format: SourceFormat = Field(default="auto", description=FORMAT_DESCRIPTION)
+    jobs: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="worker processes that read and plan the logs (0: one per CPU core; 1: none)",
+    )
 
 
 class S3Settings(BaseModel):

@@ -9,7 +9,7 @@ Predicates receive the wrapped callable's arguments (``self`` first for a method
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +99,15 @@ def rows_of(session_id: str, seq: int | None = None) -> Callable[..., bool]:
     return match
 
 
+def events_batch_of(session_id: str, seq: int | None = None) -> Callable[..., bool]:
+    """``SqliteTables.insert_events(session_id, events)`` for this session (and seq)."""
+
+    def match(_self: Any, sid: str, events: Sequence[Any], *_a: Any, **_k: Any) -> bool:
+        return sid == session_id and (seq is None or any(e.seq == seq for e in events))
+
+    return match
+
+
 def doc_of(session_id: str, seq: int | None = None) -> Callable[..., bool]:
     """``indexer.store.tantivy.index.document(doc, ordinal)``."""
     return lambda d, *_a, **_k: d.session_id == session_id and (seq is None or d.seq == seq)
@@ -138,14 +147,13 @@ class TransactionLoss:
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         real = SqliteTables.insert_events
 
-        def insert_events(tables: SqliteTables, rows: Any) -> None:
-            listed = list(rows)
-            hit = self.armed and any(r[0] == self.session_id for r in listed)
+        def insert_events(tables: SqliteTables, session_id: str, events: Any) -> None:
+            hit = self.armed and session_id == self.session_id
             if hit and (self.times is None or self.fired < self.times):
                 self.fired += 1
                 tables.conn.execute("ROLLBACK")
                 raise sqlite3.OperationalError("database or disk is full")
-            real(tables, listed)
+            real(tables, session_id, events)
 
         monkeypatch.setattr(SqliteTables, "insert_events", insert_events)
 

@@ -40,6 +40,7 @@ from indexer.model.records import EventStreamRecord, record_session_id
 from indexer.store.checkpoint import Checkpoint
 from indexer.store.failure import describe
 from indexer.store.index_format import clear_stale_index, rebuild
+from indexer.store.plan import FreshLog
 from indexer.store.purge import MIN_INTERVAL_S, Purger, PurgeReport
 from indexer.store.sqlite_tables import Savepoint, SqliteTables, TransactionLostError
 from indexer.store.tantivy import TantivyIndex
@@ -99,14 +100,28 @@ class Store:
     def apply(self, unit: EventStreamRecord | SessionLog) -> Applied:
         """Apply one record (or one whole log read from a file) atomically; see the module
         docstring for the failure rule."""
+
+        def write() -> Applied:
+            if isinstance(unit, SessionLog):
+                return self.writer.apply_log(unit)
+            return self.writer.apply(unit)
+
+        applied = self._atomic(_session_of(unit), write)
+        assert applied is not None
+        return applied
+
+    def apply_fresh(self, fresh: FreshLog) -> Applied | None:
+        """Apply a log planned off the writer (``indexer.ingest_parallel``) under the same
+        rule as ``apply``; ``None`` when the store holds the session already (nothing was
+        written: apply the log itself)."""
+        return self._atomic(fresh.header.id, lambda: self.writer.apply_fresh(fresh))
+
+    def _atomic(self, session_id: str, write: Callable[[], Applied | None]) -> Applied | None:
         mark = self.index.mark()
         try:
             self.tables.begin()
             with Savepoint(self.tables, "record"):
-                if isinstance(unit, SessionLog):
-                    applied = self.writer.apply_log(unit)
-                else:
-                    applied = self.writer.apply(unit)
+                applied = write()
         except TransactionLostError as exc:
             self.abort()
             raise BatchAbortedError(f"the open batch was lost: {exc.message}") from exc
@@ -117,14 +132,14 @@ class Store:
             if not isinstance(exc, SessionqError):
                 raise RecordFailedError(f"internal error: {describe(exc)}") from exc
             if isinstance(exc, RecordRejectedError) and exc.hold is not None:
-                self.tables.set_held(_session_of(unit), exc.hold)
+                self.tables.set_held(session_id, exc.hold)
             raise
         try:
             self.index.flush()
         except Exception as exc:  # the writer failed: the batch cannot be trusted
             self.abort()
             raise BatchAbortedError(f"index write failed: {describe(exc)}") from exc
-        if not applied.noop:
+        if applied is not None and not applied.noop:
             self._touched.add(applied.session_id)
             if applied.kind == "delete":
                 self.purger.note_erasure()

@@ -72,6 +72,22 @@ def _retrying(read: Callable[..., _T]) -> Callable[..., _T]:
     return wrapper
 
 
+BlockRow = tuple[int, int, int, bytes]
+"""A block as stored: (first seq, last seq, dictionary id, compressed payload)."""
+
+
+def block_rows(
+    events: Sequence[StoredEvent], codec: Codec, did: int, level: int
+) -> list[BlockRow]:
+    """``events`` (starting a new block) cut into blocks and compressed. Pure, so ingest
+    workers build a new session's blocks off the writer process
+    (``indexer.ingest_parallel``) exactly as ``EventBlocks.append`` would."""
+    return [
+        (block[0].seq, block[-1].seq, did, codec.compress(encode(block), did, level))
+        for block in split_blocks(events)
+    ]
+
+
 class EventBlocks:
     """One connection's access to a data dir's event blocks."""
 
@@ -139,21 +155,17 @@ class EventBlocks:
                     "UPDATE blocks SET last_seq = ?, dict_id = ?, data = ? WHERE id = ?",
                     (head[-1].seq, self.dict_id, data, rowid),
                 )
-        rows = []
-        for block in split_blocks(events[start:]):
-            rows.append(
-                (
-                    key,
-                    block[0].seq,
-                    block[-1].seq,
-                    self.dict_id,
-                    self.codec.compress(encode(block), self.dict_id, self.sealed_level),
-                )
-            )
+        self.insert_rows(
+            key, block_rows(events[start:], self.codec, self.dict_id, self.sealed_level)
+        )
+
+    def insert_rows(self, key: int, rows: Iterable[BlockRow]) -> None:
+        """Store built blocks of a session that holds no events yet, or continue its
+        sealed ones (the caller checked contiguity)."""
         self.conn.executemany(
             "INSERT INTO blocks(session_key, first_seq, last_seq, dict_id, data)"
             " VALUES (?, ?, ?, ?, ?)",
-            rows,
+            [(key, *row) for row in rows],
         )
 
     def settle(self, key: int) -> None:

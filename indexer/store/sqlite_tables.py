@@ -13,14 +13,13 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from indexer.errors import PERSISTENCE_FAILED, SessionqError
 from indexer.store.blocks import StoredEvent
 from indexer.store.dictionaries import Dictionaries
-from indexer.store.event_blocks import EventBlocks, EventView
+from indexer.store.event_blocks import BlockRow, EventBlocks, EventView
 from indexer.store.failure import describe
 from indexer.store.schema import (
     SCHEMA_VERSION,
@@ -28,7 +27,6 @@ from indexer.store.schema import (
     encode_surface,
     load_codec,
     open_schema,
-    source_runs,
 )
 
 __all__ = ["SCHEMA_VERSION", "Savepoint", "SessionState", "SqliteTables", "connect"]
@@ -236,15 +234,13 @@ class SqliteTables:
         )
 
     # ---- events --------------------------------------------------------------------------------
-    def insert_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        """Rows of (session_id, seq, type, time, surface, indexed, raw), contiguous per
-        session and continuing it."""
-        by_session: dict[str, list[tuple[Any, ...]]] = {}
-        for row in rows:
-            by_session.setdefault(row[0], []).append(row)
-        for sid, listed in by_session.items():
-            events = [StoredEvent(r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in listed]
-            self.blocks.append(self._require_key(sid), events)
+    def insert_events(self, session_id: str, events: Sequence[StoredEvent]) -> None:
+        """Events contiguous and continuing the session."""
+        self.blocks.append(self._require_key(session_id), events)
+
+    def insert_blocks(self, session_id: str, rows: Sequence[BlockRow]) -> None:
+        """Built blocks (``event_blocks.block_rows``) of a session without events yet."""
+        self.blocks.insert_rows(self._require_key(session_id), rows)
 
     def block_dictionary(self) -> tuple[int, bytes]:
         """(id, bytes) of the dictionary new blocks are compressed with
@@ -268,18 +264,12 @@ class SqliteTables:
     def mark_shadowed(self, session_id: str, seqs: Sequence[int], replaced_by: int) -> None:
         self.blocks.mark_replaced(self._require_key(session_id), seqs, replaced_by)
 
-    def insert_sources(self, rows: Iterable[tuple[str, int, int]]) -> None:
-        """Rows of (session_id, source_seq, seq), stored as runs of source seqs."""
-        cited: dict[tuple[str, int], list[int]] = {}
-        for sid, source_seq, seq in rows:
-            cited.setdefault((sid, seq), []).append(source_seq)
+    def insert_source_runs(self, session_id: str, runs: Iterable[tuple[int, int, int]]) -> None:
+        """Rows of (first, last, seq): event ``seq`` cites source seqs first..last."""
+        key = self._require_key(session_id)
         self.conn.executemany(
             "INSERT OR IGNORE INTO source_runs(session_key, first, last, seq) VALUES (?, ?, ?, ?)",
-            [
-                (self._require_key(sid), first, last, seq)
-                for (sid, seq), sources in cited.items()
-                for first, last in source_runs(sources)
-            ],
+            [(key, first, last, seq) for first, last, seq in runs],
         )
 
     def insert_replacement(

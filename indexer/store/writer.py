@@ -29,7 +29,6 @@ from indexer.errors import (
 from indexer.logs.envelope import check_envelope
 from indexer.logs.reader import SessionLog
 from indexer.model import SessionEvent, SessionHeader, parse_header
-from indexer.model.event import SURFACE_ELIGIBLE
 from indexer.model.records import (
     DeleteRecord,
     EventsRecord,
@@ -37,11 +36,12 @@ from indexer.model.records import (
     HeaderRecord,
     LifecycleRecord,
 )
+from indexer.store.event_blocks import BlockRow
+from indexer.store.plan import FreshLog, WritePlan, index_doc, plan_events
 from indexer.store.sqlite_tables import SqliteTables
 from indexer.store.tantivy import IndexDoc, TantivyIndex
 from indexer.surface.fold import FoldedLog, FoldStep, FoldViolation, SurfaceFold
 from indexer.surface.text import extract_text
-from indexer.surface.titles import TitleMalformedError, fold_title
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,23 +53,6 @@ class Applied:
     events: int = 0
     documents: int = 0
     noop: bool = False
-
-
-def title_json(event: SessionEvent) -> str:
-    """The stored title observation: a snapshot, or the reason the title is unreadable."""
-    try:
-        snap = fold_title(event)
-    except TitleMalformedError as exc:
-        return orjson.dumps({"error": exc.message}).decode()
-    return orjson.dumps(
-        {
-            "title": snap.title,
-            "messageSeqs": snap.message_seqs,
-            "source": snap.source,
-            "eventSeq": snap.event_seq,
-            "updatedAt": snap.updated_at,
-        }
-    ).decode()
 
 
 def _decode(raw: bytes) -> SessionEvent:
@@ -122,6 +105,18 @@ class StoreWriter:
             documents=applied.documents,
             noop=head.noop and applied.noop,
         )
+
+    def apply_fresh(self, fresh: FreshLog) -> Applied | None:
+        """A log planned elsewhere for a new session; ``None`` (nothing written) when the
+        store already holds the session: then it must be applied as a log."""
+        self.tables.begin()
+        if self.tables.session_state(fresh.header.id) is not None:
+            return None
+        head = self.apply_header(fresh.header)
+        if fresh.plan is None:
+            return head
+        applied = self.apply_plan(fresh.header, fresh.plan, fresh.blocks)
+        return Applied("log", fresh.header.id, events=applied.events, documents=applied.documents)
 
     # ---- header, lifecycle, delete ------------------------------------------------------------
     def apply_header(self, header: SessionHeader) -> Applied:
@@ -238,58 +233,45 @@ class StoreWriter:
         steps: Sequence[FoldStep],
         fold: SurfaceFold,
     ) -> Applied:
-        sid = header.id
-        surface: dict[int, str] = {}
-        replaced_by: dict[int, int] = {}
-        sources: list[tuple[str, int, int]] = []
-        for event, step in zip(new, steps, strict=True):
-            surface[event.seq] = "current" if event.type in SURFACE_ELIGIBLE else "log-only"
-            if step.sources:
-                sources.extend((sid, s, event.seq) for s in step.sources)
-            if step.kind == "replace":
-                assert step.start is not None and step.end is not None
-                self.tables.insert_replacement(sid, event.seq, step.start, step.end, step.shadowed)
-                for s in step.shadowed:
-                    replaced_by[s] = event.seq
-        for s in replaced_by:
-            if s in surface:
-                surface[s] = "shadowed"
+        return self.apply_plan(header, plan_events(header, new, steps, fold))
 
-        texts = {e.seq: extract_text(e.type, e.data) for e in new}
-        rows = [
-            (sid, e.seq, e.type, e.time, surface[e.seq], int(bool(texts[e.seq])), e.raw)
-            for e in new
-        ]
-        self.tables.insert_events(rows)
-        for s, by in replaced_by.items():
-            if s in surface:
-                self.tables.mark_shadowed(sid, [s], by)
-        older = sorted(s for s in replaced_by if s not in surface)
+    def apply_plan(
+        self, header: SessionHeader, plan: WritePlan, blocks: Sequence[BlockRow] | None = None
+    ) -> Applied:
+        """Write a plan (``indexer.store.plan``). ``blocks``: the plan's rows already cut
+        and compressed into blocks (``indexer.store.event_blocks.block_rows``), for a
+        session that holds no events yet."""
+        sid = plan.session_id
+        for seq, start, end, shadowed in plan.replacements:
+            self.tables.insert_replacement(sid, seq, start, end, shadowed)
+        if blocks is None:
+            self.tables.insert_events(sid, plan.rows)
+        else:
+            self.tables.insert_blocks(sid, blocks)
+        for s, by in plan.marks:
+            self.tables.mark_shadowed(sid, [s], by)
         docs: list[IndexDoc] = []
-        if older:
-            stored = self.tables.raw_events(sid, older)
-            for s in older:
-                self.tables.mark_shadowed(sid, [s], replaced_by[s])
+        if plan.older_marks:
+            stored = self.tables.raw_events(sid, [s for s, _by in plan.older_marks])
+            for s, by in plan.older_marks:
+                self.tables.mark_shadowed(sid, [s], by)
                 row = stored[s]
                 if row.indexed:
                     ev = _decode(row.raw)
-                    docs.append(self._doc(header, ev, "shadowed", extract_text(ev.type, ev.data)))
-        self.tables.insert_sources(sources)
-
-        last_step = next((e.seq for e in reversed(new) if e.type == "step/start"), None)
-        last_title = next((e for e in reversed(new) if e.type == "session/title"), None)
+                    docs.append(index_doc(header, ev, "shadowed", extract_text(ev.type, ev.data)))
+        self.tables.insert_source_runs(sid, plan.source_runs)
         self.tables.update_fold_state(
             sid,
-            fold.next_seq,
-            fold.nodes,
-            last_step,
-            title_json(last_title) if last_title is not None else None,
-            new[-1].time,
+            plan.next_seq,
+            plan.nodes,
+            plan.last_step_start,
+            plan.title_json,
+            plan.last_time,
         )
-        docs.extend(self._doc(header, e, surface[e.seq], texts[e.seq]) for e in new if texts[e.seq])
+        docs.extend(plan.docs)
         if docs:
             self.index.upsert(docs)
-        return Applied("events", sid, events=len(new), documents=len(docs))
+        return Applied("events", sid, events=plan.events, documents=len(docs))
 
     def reindex(self, session_ids: Iterable[str]) -> int:
         """Stage each session's index documents anew from the committed rows (the repair
@@ -306,22 +288,8 @@ class StoreWriter:
             for row in self.tables.indexed_events(sid):
                 event = _decode(row.raw)
                 docs.append(
-                    self._doc(header, event, row.surface, extract_text(event.type, event.data))
+                    index_doc(header, event, row.surface, extract_text(event.type, event.data))
                 )
             self.index.upsert(docs)
             staged += len(docs)
         return staged
-
-    @staticmethod
-    def _doc(header: SessionHeader, event: SessionEvent, surface: str, text: str) -> IndexDoc:
-        return IndexDoc(
-            session_id=header.id,
-            seq=event.seq,
-            type=event.type,
-            time=event.time,
-            surface=surface,  # type: ignore[arg-type]
-            text=text,
-            cwd=header.cwd,
-            parent=header.parent_session,
-            created_at=header.created_at,
-        )

@@ -51,9 +51,9 @@ from tests.injection import (
     doc_of,
     docs_of,
     error_chain,
+    events_batch_of,
     in_transaction,
     inject,
-    rows_of,
     session_arg,
 )
 from tests.snapshots import snapshot
@@ -155,9 +155,9 @@ def held(data: Path) -> dict[str, str]:
 ROW_STEPS: dict[str, Callable[[str], Callable[..., bool]]] = {
     "insert_session": session_arg,
     "insert_replacement": session_arg,
-    "insert_events": rows_of,
+    "insert_events": session_arg,
     "mark_shadowed": session_arg,
-    "insert_sources": rows_of,
+    "insert_source_runs": session_arg,
     "update_fold_state": session_arg,
 }
 
@@ -472,7 +472,7 @@ def test_a_lost_transaction_aborts_the_batch_without_a_masking_error(
                 SqliteTables,
                 "insert_events",
                 lambda: sqlite3.OperationalError(DISK_IO),
-                when=rows_of("bad-b"),
+                when=events_batch_of("bad-b"),
             )
             proxy = _RollbackToFails(store.tables.conn)
             monkeypatch.setattr(store.tables, "conn", proxy)
@@ -542,7 +542,7 @@ def _ingest_reference(tmp_path: Path, name: str, files: Sequence[Path]) -> dict[
 # step -> (inject the failure for session s3, the reason's text after "<path>: ")
 def _fail_rows(mp: pytest.MonkeyPatch) -> Injection:
     exc = lambda: sqlite3.OperationalError(DISK_IO)  # noqa: E731
-    return inject(mp, SqliteTables, "insert_events", exc, when=rows_of("s3"))
+    return inject(mp, SqliteTables, "insert_events", exc, when=events_batch_of("s3"))
 
 
 def _fail_document(mp: pytest.MonkeyPatch) -> Injection:

@@ -26,7 +26,7 @@ from indexer.store.sqlite_tables import SqliteTables
 from indexer.store.tantivy import TantivyIndex
 from tests.builders import assistant, header, plain, user
 from tests.conftest import SessionSpec, build_store
-from tests.injection import TransactionLoss, doc_of, docs_of, inject, rows_of
+from tests.injection import TransactionLoss, doc_of, docs_of, events_batch_of, inject
 from tests.kafka.fixtures import TopicFactory
 from tests.kafka.harness import (
     Topics,
@@ -107,7 +107,7 @@ RECORD_FAILURES: dict[str, RecordFailure] = {
             SqliteTables,
             "insert_events",
             lambda: sqlite3.OperationalError(DISK_IO),
-            when=rows_of("bad-b"),
+            when=events_batch_of("bad-b"),
         ),
         "SESSIONQ_INTERNAL",
         f"internal error: OperationalError: {DISK_IO}",

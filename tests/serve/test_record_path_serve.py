@@ -33,9 +33,9 @@ from tests.injection import (
     TransactionLoss,
     doc_of,
     docs_of,
+    events_batch_of,
     in_transaction,
     inject,
-    rows_of,
     session_arg,
 )
 from tests.snapshots import snapshot
@@ -169,7 +169,7 @@ def _fail_record(mp: pytest.MonkeyPatch, step: str) -> _Failure:
     if step == "rows":
         exc: Callable[[], BaseException] = lambda: sqlite3.OperationalError(DISK_IO)  # noqa: E731
         return _injection(
-            inject(mp, SqliteTables, "insert_events", exc, when=rows_of("bad-b", 1))
+            inject(mp, SqliteTables, "insert_events", exc, when=events_batch_of("bad-b", 1))
         )
     if step == "index-document":
         exc = lambda: ValueError("term too long for the index")  # noqa: E731

@@ -97,6 +97,12 @@ def _store_commands(sub: argparse._SubParsersAction[Any]) -> None:
     _data(p)
     _format(p)
     setting(p, "--commit-every", type=positive_int, help="commit after this many events")
+    setting(
+        p,
+        "--jobs",
+        type=nonneg_int,
+        help="worker processes that read and plan the logs (0: one per CPU core; 1: none)",
+    )
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("stats", help="what a data directory holds")

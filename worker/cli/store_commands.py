@@ -28,6 +28,7 @@ from worker.settings import CallSettings, ManifestSettings, StatsSettings
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from indexer.ingest import ingest_files
+    from indexer.ingest_parallel import default_jobs
     from indexer.logs.importers.detect import discover_sources
     from indexer.store.data_dir import Store
 
@@ -51,6 +52,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             store,
             files,
             commit_every_events=settings.commit_every,
+            jobs=default_jobs(settings.jobs),
             on_file=(lambda _p: bar.update(1)) if bar else None,
         )
     finally:

@@ -25,7 +25,7 @@ from indexer.store.tantivy.analyzer import (
 )
 from indexer.store.tantivy.highlight import first_occurrence, mark_first_occurrence
 from indexer.store.tantivy.index import TantivyIndex
-from indexer.store.tantivy.schema import IndexDoc
+from indexer.store.tantivy.schema import IndexDoc, prebuilt
 
 __all__ = [
     "ANALYZER_NAME",
@@ -36,5 +36,6 @@ __all__ = [
     "doc_tokens",
     "first_occurrence",
     "mark_first_occurrence",
+    "prebuilt",
     "sanitize_text",
 ]

@@ -35,8 +35,10 @@ no value.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import pickle
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -68,6 +70,16 @@ class IndexDoc:
     cwd: str | None
     parent: str | None
     created_at: int
+    # The Tantivy document without its ``sid``, built ahead and pickled (``prebuilt``).
+    body: bytes | None = dataclasses.field(default=None, compare=False, repr=False)
+
+
+def prebuilt(d: IndexDoc) -> IndexDoc:
+    """``d`` with its Tantivy document built (all but the ``sid`` the writer allocates):
+    tokenizing and term building done where CPU is free (``indexer.ingest_parallel``).
+    Pickled, so each ``document`` call gets its own copy to add the ``sid`` to."""
+    # The body holds the text: it does not travel twice.
+    return dataclasses.replace(d, text="", body=pickle.dumps(_body(d)))
 
 
 INDEX_FORMAT: Final = f"2:{FREQUENT_DIGEST}"
@@ -113,18 +125,22 @@ def build_schema() -> tantivy.Schema:
 
 def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
     """The ``key`` term of ``d`` and its Tantivy document (``ordinal`` is its ``sid``)."""
-    text = sanitize_text(d.text)
-    key = doc_key(d.session_id, d.seq)
-    doc = tantivy.Document()
-    doc.add_text("key", key)
-    doc.add_text("session", raw_term(d.session_id))
+    doc = _body(d) if d.body is None else pickle.loads(d.body)
     doc.add_unsigned("sid", ordinal)
+    return doc_key(d.session_id, d.seq), doc
+
+
+def _body(d: IndexDoc) -> tantivy.Document:
+    text = sanitize_text(d.text)
+    pairs = pairs_text(doc_tokens(text))
+    doc = tantivy.Document()
+    doc.add_text("key", doc_key(d.session_id, d.seq))
+    doc.add_text("session", raw_term(d.session_id))
     doc.add_integer("seq", d.seq)
     doc.add_text("type", raw_term(d.type))
     doc.add_integer("time", d.time)
     doc.add_text("surface", raw_term(d.surface))
     doc.add_text("text", text)
-    pairs = pairs_text(doc_tokens(text))
     if pairs:
         doc.add_text("pairs", pairs)
     doc.add_text("cwd", nullable_term(d.cwd))
@@ -134,7 +150,7 @@ def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
         "meta",
         dump_meta([d.session_id, d.type, d.surface, d.seq, d.time, d.cwd, d.parent, d.created_at]),
     )
-    return key, doc
+    return doc
 
 
 def dump_meta(values: list[Any]) -> bytes:

@@ -1,0 +1,212 @@
+"""Parallel ingest: the per-file work done in worker processes, the writes in order.
+
+Reading a log (decode, validate, fold), planning its writes (``indexer.store.plan``) and
+cutting and compressing its blocks need nothing from the store when the session is new,
+and they are most of an ingest's CPU. Worker processes do them for chunks of files; the
+writer process applies the results in the files' order through ``Store.apply_fresh``,
+under the record path's usual atomicity. What a worker cannot plan — a file whose session
+the store already holds, a reader failure other than a rejection — is applied the
+ordinary way in the writer, so the outcome is the sequential ingest's, file for file.
+
+Workers are spawned (the writer process runs Tantivy's threads, which a fork must not
+copy) as the writer's own children, and each watches that its parent is alive: a writer
+killed outright (``SIGKILL``, the OOM killer) leaves no worker behind holding its pipes.
+They get the data dir's current dictionary when they start, and a chunk carries the
+new one after a commit trained it (``indexer.store.dictionaries``); a block names the
+dictionary it was compressed with, and the one it names stays in the dir while blocks use
+it. As with any process pool, the calling program's main module
+must be import-safe (``if __name__ == "__main__"``): the CLI's is.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from indexer.logs.importers.detect import LogSource, read_source
+from indexer.logs.reader import LogRejectedError
+from indexer.store.blocks import LEVEL, NO_DICTIONARY, Codec
+from indexer.store.event_blocks import block_rows
+from indexer.store.plan import FreshLog, plan_events
+from indexer.store.tantivy import prebuilt
+
+CHUNK_FILES: Final = 16
+"""Files per worker task: large enough to amortize a task's round trip and dictionary,
+small enough that the writer starts early and the workers stay balanced."""
+
+MIN_FILES: Final = 2 * CHUNK_FILES
+"""Fewer files than this are read in the writer process: starting workers costs more."""
+
+Item = Path | LogSource
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a worker made of one file: a planned new session, a rejection reason (the
+    sequential ingest's wording), or ``"local"``: read and apply it in the writer."""
+
+    kind: Literal["fresh", "rejected", "local"]
+    fresh: FreshLog | None = None
+    reason: str = ""
+
+
+def default_jobs(jobs: int = 0) -> int:
+    """``jobs``, or one worker per CPU core this process may use when it is 0."""
+    if jobs > 0:
+        return jobs
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _path(item: Item) -> Path:
+    return item.path if isinstance(item, LogSource) else item
+
+
+def prepare(item: Item, codec: Codec, dict_id: int, level: int) -> Outcome:
+    """Read and plan one file as a new session (runs in a worker)."""
+    path = _path(item)
+    try:
+        log = read_source(item)
+    except LogRejectedError as exc:
+        return Outcome("rejected", reason=str(exc))
+    except OSError as exc:
+        return Outcome("rejected", reason=f"{path}: cannot read: {exc}")
+    except Exception:  # the writer reads it again and reports it its own way
+        return Outcome("local")
+    if not log.events:
+        return Outcome("fresh", FreshLog(log.header, None, []))
+    if log.fold is None or len(log.fold.steps) != len(log.events) or log.events[0].seq != 0:
+        return Outcome("local")
+    plan = plan_events(log.header, log.events, log.fold.steps, log.fold.state)
+    blocks = block_rows(plan.rows, codec, dict_id, level)
+    plan.rows = []  # the blocks carry them; nothing else reads them
+    plan.docs = [prebuilt(d) for d in plan.docs]
+    return Outcome("fresh", FreshLog(log.header, plan, blocks))
+
+
+@dataclass(frozen=True, slots=True)
+class Compression:
+    """How new blocks are compressed: the data dir's current dictionary and the level of
+    blocks written whole (``EventBlocks.sealed_level``)."""
+
+    dict_id: int
+    dictionary: bytes
+    level: int
+
+    def same(self, other: Compression | None) -> bool:
+        return other is not None and (self.dict_id, self.level) == (other.dict_id, other.level)
+
+
+class _Worker:
+    """A worker process's codec and the compression its blocks use."""
+
+    codec = Codec()
+    compression = Compression(NO_DICTIONARY, b"", LEVEL)
+
+
+WATCH_INTERVAL_S: Final = 0.2
+
+
+def _start_worker(owner: int, compression: Compression) -> None:
+    _use(compression)
+    threading.Thread(target=_exit_with, args=(owner,), name="owner-watch", daemon=True).start()
+
+
+def _use(compression: Compression) -> None:
+    _Worker.codec.add(compression.dict_id, compression.dictionary)
+    _Worker.compression = compression
+
+
+def _exit_with(owner: int) -> None:
+    """End this worker once the writer that started it is gone (a dead parent's children
+    are re-parented at once, so the parent pid changes even while the writer is a
+    zombie). The pool ends its workers itself otherwise."""
+    while os.getppid() == owner:
+        time.sleep(WATCH_INTERVAL_S)
+    os._exit(1)
+
+
+def prepare_chunk(
+    items: Sequence[Item], compression: Compression | None = None
+) -> tuple[list[Outcome], float]:
+    """The chunk's outcomes and the worker CPU seconds they took (for the summary);
+    ``compression``: the dir's since a training changed it (else the pool's)."""
+    cpu = time.process_time()
+    if compression is not None:
+        _use(compression)
+    c = _Worker.compression
+    outcomes = [prepare(item, _Worker.codec, c.dict_id, c.level) for item in items]
+    return outcomes, time.process_time() - cpu
+
+
+@dataclass(slots=True)
+class PoolStats:
+    """What the workers spent, summed over the chunks they finished."""
+
+    cpu_seconds: float = 0.0
+
+
+def _chunks(items: Iterable[Item]) -> Iterator[list[Item]]:
+    chunk: list[Item] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == CHUNK_FILES:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def prepared(
+    items: Sequence[Item],
+    jobs: int,
+    compression: Callable[[], Compression],
+    stats: PoolStats | None = None,
+) -> Iterator[tuple[Item, Outcome]]:
+    """Every item with its outcome, in order; at most ``2 * jobs`` chunks in flight (the
+    writer's pace bounds the memory held by finished ones). ``compression`` is asked
+    before each chunk: a commit may have trained the dir's own dictionary meanwhile."""
+    context = multiprocessing.get_context("spawn")
+    first = compression()
+    with ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(os.getpid(), first),
+    ) as pool:
+        pending: deque[tuple[list[Item], Future[tuple[list[Outcome], float]]]] = deque()
+        stats = stats if stats is not None else PoolStats()
+        chunks = _chunks(items)
+        try:
+            for chunk in chunks:
+                now = compression()
+                changed = None if now.same(first) else now
+                pending.append((chunk, pool.submit(prepare_chunk, chunk, changed)))
+                if len(pending) >= 2 * jobs:
+                    yield from _finished(*pending.popleft(), stats)
+            while pending:
+                yield from _finished(*pending.popleft(), stats)
+        finally:
+            for _chunk, future in pending:
+                future.cancel()
+
+
+def _finished(
+    chunk: list[Item], future: Future[tuple[list[Outcome], float]], stats: PoolStats
+) -> Iterator[tuple[Item, Outcome]]:
+    try:
+        outcomes, cpu = future.result()
+    except Exception:  # a worker died: the writer reads the chunk itself
+        outcomes, cpu = [Outcome("local") for _ in chunk], 0.0
+    stats.cpu_seconds += cpu
+    yield from zip(chunk, outcomes, strict=True)
