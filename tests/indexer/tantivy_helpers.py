@@ -20,7 +20,8 @@ from indexer.store.tantivy.schema import doc_key, load_meta, raw_term
 def dump_docs(ix: TantivyIndex) -> list[IndexDoc]:
     """Every document of the visible snapshot, by (session id, seq).
 
-    ``text`` is the stored (sanitized) text. For store snapshots; it reads every stored
+    ``text`` is the stored (sanitized) text; ``cwd`` and ``parent`` are ``None`` (the
+    index keeps them as filter terms only). For store snapshots; it reads every stored
     document.
     """
     searcher = ix._searcher()
@@ -32,9 +33,11 @@ def dump_docs(ix: TantivyIndex) -> list[IndexDoc]:
     out = []
     for _, addr in hits:
         stored = searcher.doc(addr)
-        sid, type_, surface, seq, time, cwd, parent, created_at = load_meta(stored)
+        sid, type_, surface, seq, time = load_meta(stored)
         text = stored.get_first("text") or ""
-        out.append(IndexDoc(sid, seq, type_, time, surface, text, cwd, parent, created_at))
+        created_at = searcher.fast_field_values("created_at", [addr])[0]
+        # cwd and parent are indexed terms only (filters), not stored: not in the view.
+        out.append(IndexDoc(sid, seq, type_, time, surface, text, None, None, created_at))
     out.sort(key=lambda d: (d.session_id, d.seq))
     return out
 

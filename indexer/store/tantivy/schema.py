@@ -3,7 +3,7 @@
 One Tantivy document per semantic event, carrying the event metadata and the
 session's immutable header fields so that a search is one Tantivy query:
 
-* ``key``        raw term of ``<seq>:<session id>``; upsert = delete-by-key, then add.
+* ``key``        raw term of ``<session id>:<seq>``; upsert = delete-by-key, then add.
 * ``session``    raw term of the session id (id filter, availability, exclusions).
 * ``sid``        u64 fast field, a per-index session ordinal: grouping hits by session
                  reads a column instead of loading stored documents.
@@ -21,7 +21,8 @@ session's immutable header fields so that a search is one Tantivy query:
                  its indexed pairs (with score 0), whose short posting lists drive the
                  intersection. Pairs with a rare token are not indexed: the rare token
                  drives a phrase query fast already, and they were most of the field.
-* ``meta``       stored-only bytes: the ``IndexDoc`` fields except ``text`` (JSON array).
+* ``meta``       stored-only bytes: session id, type, surface, seq, time (JSON array): what a
+                 hit shows; the session's cwd, parent and creation come from its row.
 
 ``INDEX_FORMAT`` names this layout; the data dir records the format its index was built
 with (``indexer.store.index_format``), so a release with another layout rebuilds the index
@@ -82,10 +83,12 @@ def prebuilt(d: IndexDoc) -> IndexDoc:
     return dataclasses.replace(d, text="", body=pickle.dumps(_body(d)))
 
 
-INDEX_FORMAT: Final = f"2:{FREQUENT_DIGEST}"
-"""The index layout: ``2`` = selective, frequency-only pairs (format 1, implied by no
-record, held every pair with positions), then the frequent-token list's digest — a new
-list changes which pairs documents hold, so it is a new format too."""
+INDEX_FORMAT: Final = f"3:{FREQUENT_DIGEST}"
+"""The index layout: ``3`` = selective, frequency-only pairs (format 1, implied by no
+record, held every pair with positions), ``key`` terms led by the session id (adjacent
+terms share their prefix), ``meta`` without the session fields and 64 KiB doc-store
+blocks; then the frequent-token list's digest — a new list changes which pairs documents
+hold, so it is a new format too."""
 
 NULL_TERM: Final = "n"
 """The ``cwd``/``parent`` term of a session without cwd / without parent."""
@@ -102,7 +105,7 @@ def nullable_term(value: str | None) -> str:
 
 
 def doc_key(session_id: str, seq: int) -> str:
-    return raw_term(f"{seq}:{session_id}")
+    return raw_term(f"{session_id}:{seq}")
 
 
 def build_schema() -> tantivy.Schema:
@@ -148,7 +151,7 @@ def _body(d: IndexDoc) -> tantivy.Document:
     doc.add_integer("created_at", d.created_at)
     doc.add_bytes(
         "meta",
-        dump_meta([d.session_id, d.type, d.surface, d.seq, d.time, d.cwd, d.parent, d.created_at]),
+        dump_meta([d.session_id, d.type, d.surface, d.seq, d.time]),
     )
     return doc
 
@@ -161,7 +164,7 @@ def dump_meta(values: list[Any]) -> bytes:
 
 
 def load_meta(doc: tantivy.Document) -> list[Any]:
-    """The ``meta`` array: session id, type, surface, seq, time, cwd, parent, created_at."""
+    """The ``meta`` array: session id, type, surface, seq, time."""
     raw = doc.get_first("meta") or b"[]"
     try:
         meta: list[Any] = orjson.loads(raw)
