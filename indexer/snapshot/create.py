@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from indexer.snapshot.copy import SNAPSHOT_LOCK, STAGING_DIR, capture
-from indexer.snapshot.errors import SnapshotError
+from indexer.snapshot.errors import SnapshotBusyError, SnapshotError
 from indexer.snapshot.manifest import (
     MANIFEST_NAME,
     Manifest,
@@ -108,7 +108,7 @@ def _one_at_a_time(data_dir: Path, wait_s: float) -> Iterator[Path]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= give_up:
-                    raise SnapshotError(
+                    raise SnapshotBusyError(
                         f"another snapshot of {data_dir} is in progress"
                     ) from None
                 time.sleep(LOCK_POLL_S)

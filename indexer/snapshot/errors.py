@@ -21,6 +21,10 @@ class SnapshotError(SessionqError):
     code = SNAPSHOT_FAILED
 
 
+class SnapshotBusyError(SnapshotError):
+    """Another snapshot of the same data dir held the lock for longer than the wait."""
+
+
 class SnapshotNotFoundError(SnapshotError):
     code = SNAPSHOT_NOT_FOUND
 

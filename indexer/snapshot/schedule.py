@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from indexer.settings import S3Settings
 from indexer.snapshot.create import CreatedSnapshot, create_snapshot
-from indexer.snapshot.errors import SnapshotError
+from indexer.snapshot.errors import SnapshotBusyError, SnapshotError
 from indexer.snapshot.stores import SnapshotStore, open_location
 
 log = logging.getLogger("sessionq.snapshot")
@@ -50,6 +50,7 @@ class SnapshotSchedule:
         self._task: asyncio.Task[None] | None = None
         self.published = 0
         self.failed = 0
+        self.skipped = 0  # another snapshot of the dir (``sessionq snapshot create``) ran
         self.last: CreatedSnapshot | None = None
         self._outcomes = Counter(
             "sessionq_snapshots", "Snapshots published, by outcome", ["outcome"], registry=registry
@@ -85,6 +86,15 @@ class SnapshotSchedule:
         started = time.perf_counter()
         try:
             created = await asyncio.to_thread(self._create)
+        except SnapshotBusyError as exc:  # a by-hand snapshot of this dir: not a failure
+            self.skipped += 1
+            self._outcomes.labels("skipped").inc()
+            log.info(
+                "snapshot to %s skipped (next try in %.0fs): %s",
+                self.location,
+                self.every_s,
+                exc.message,
+            )
         except SnapshotError as exc:
             self._failed(started, exc.message)
         except Exception as exc:  # a bug must not stop indexing either

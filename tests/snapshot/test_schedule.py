@@ -4,7 +4,9 @@ logged and counted and the next one comes one interval later; both settings or n
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from indexer.settings import IndexerSettings, KafkaSettings, S3Settings
+from indexer.snapshot.copy import SNAPSHOT_LOCK
 from indexer.snapshot.create import complete_snapshots
 from indexer.snapshot.schedule import SnapshotSchedule
 from indexer.snapshot.stores import DirectoryStore
@@ -59,6 +62,29 @@ async def test_a_failing_destination_is_logged_and_counted(
     assert registry.get_sample_value("sessionq_snapshots_total", {"outcome": "failed"}) == 2
     assert "indexing goes on" in caplog.text and str(blocker) in caplog.text
     assert not (data / ".snapshot-staging").exists()
+
+
+async def test_a_snapshot_running_by_hand_skips_the_periodic_one(tmp_path: Path) -> None:
+    """``sessionq snapshot create`` of the same dir holds its lock: the periodic snapshot
+    that comes meanwhile is skipped, not failed, and the next one is published."""
+    data = tmp_path / "data"
+    build(data, 1)
+    registry = CollectorRegistry()
+    schedule = _schedule(data, str(tmp_path / "snaps"), registry)
+    fd = os.open(data / SNAPSHOT_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        async with asyncio.timeout(30):
+            while schedule.skipped < 2:
+                schedule.poll()
+                await asyncio.sleep(0.01)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        await _run(schedule, 1)
+    finally:
+        os.close(fd)
+    assert schedule.failed == 0 and schedule.published == 1 and schedule.skipped >= 2
+    assert registry.get_sample_value("sessionq_snapshots_total", {"outcome": "skipped"}) >= 2
+    assert registry.get_sample_value("sessionq_snapshots_total", {"outcome": "failed"}) is None
 
 
 def test_periodic_snapshots_need_an_interval_and_a_destination() -> None:
