@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from indexer.errors import BatchAbortedError, SessionqError
-from indexer.ingest_parallel import MIN_FILES, Compression, Outcome, PoolStats, prepared
+from indexer.ingest_parallel import Compression, Outcome, PoolStats, prepared, worth_a_pool
 from indexer.logs.importers.detect import LogSource, read_source
 from indexer.logs.reader import LogRejectedError
 from indexer.store.data_dir import Store
@@ -103,7 +103,7 @@ def ingest_files(
     summary = IngestSummary()
     batch = _Batch()
     pool = PoolStats()
-    if jobs > 1 and len(items) >= MIN_FILES:
+    if jobs > 1 and worth_a_pool(items):
         outcomes: Iterable[tuple[Path | LogSource, Outcome]] = prepared(
             items, jobs, lambda: _compression(store), pool
         )

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import tantivy
 
+from indexer import ingest_parallel
 from indexer.ingest import IngestSummary, ingest_files
 from indexer.ingest_parallel import MIN_FILES, Outcome, PoolStats, _finished, prepare
 from indexer.logs.importers.detect import LogSource, discover_sources
@@ -29,6 +30,12 @@ from tests.data_paths import CLAUDE_CODE_DIR, CODEX_DIR, CORPUS_DIR
 
 TABLES = ("sessions", "blocks", "source_runs", "replacements", "replaced", "dictionaries")
 QUERIES = ("the", "error", "session", "tool result", "needle", "的")
+
+
+@pytest.fixture(autouse=True)
+def _pool_for_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These corpora are smaller than the pool's threshold: use it anyway."""
+    monkeypatch.setattr(ingest_parallel, "MIN_BYTES", 0)
 
 
 def _sources(tmp_path: Path) -> list[Path | LogSource]:
@@ -115,12 +122,21 @@ def test_a_second_parallel_run_over_a_full_store_changes_nothing(tmp_path: Path)
     items = sorted(CORPUS_DIR.glob("*.jsonl"))
     data = tmp_path / "data"
     first = _ingest(data, items, jobs=2)
+    assert first.worker_cpu_seconds > 0
     rows = _rows(data)
     again = _ingest(data, items, jobs=2)
     assert again.sessions == 0
     assert again.unchanged == first.sessions
     assert [r.reason for r in again.rejected] == [r.reason for r in first.rejected]
     assert _rows(data) == rows
+
+
+def test_small_inputs_are_read_without_a_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    items: list[Path | LogSource] = sorted(CORPUS_DIR.glob("*.jsonl"))
+    assert not ingest_parallel.worth_a_pool(items[: ingest_parallel.MIN_FILES - 1])
+    monkeypatch.setattr(ingest_parallel, "MIN_BYTES", 8 << 20)  # the product's threshold
+    assert not ingest_parallel.worth_a_pool(items)  # 1.6 MB
+    assert ingest_parallel.worth_a_pool(items * 6)
 
 
 def test_a_worker_rejection_names_the_file_as_the_sequential_reader_does(tmp_path: Path) -> None:
@@ -171,7 +187,7 @@ def test_a_killed_ingest_leaves_no_worker_behind(tmp_path: Path) -> None:
     parent is gone and exit, so nothing keeps the ingest's pipes (or memory) open."""
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for i in range(6):  # enough files that the workers are still busy when it is killed
+    for i in range(6):  # over MIN_BYTES, and the workers are still busy when it is killed
         for src in sorted(CORPUS_DIR.glob("*.jsonl")):
             (corpus / f"{i}-{src.name}").write_bytes(
                 src.read_bytes().replace(b'"id":"', b'"id":"%d' % i, 1)
