@@ -23,6 +23,15 @@ TABLES = {
 }
 
 
+def query(data_dir: Path, sql: str) -> list[Any]:
+    """The rows of one query over a data dir's tables (a connection closed at once)."""
+    conn = connect(sqlite_path(data_dir), readonly=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
 def snapshot(data_dir: Path, *, offsets: bool = True) -> dict[str, Any]:
     conn = connect(sqlite_path(data_dir), readonly=True)
     try:

@@ -36,7 +36,7 @@ from tests.builders import header
 from tests.data_paths import CORPUS_DIR
 from tests.erasure_scan import cell_values, marker, scan, unique_fragments
 from tests.indexer.test_purge import apply_all, session
-from tests.snapshots import event_rows
+from tests.snapshots import event_rows, query
 
 THRESHOLD = 1024 * 1024
 VICTIM_EVENTS = 3000  # with a control of 1000, over the threshold
@@ -48,20 +48,12 @@ def low_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _meta(data: Path) -> dict[str, str]:
-    conn = sqlite3.connect(sqlite_path(data))
-    try:
-        return dict(conn.execute("SELECT key, value FROM meta"))
-    finally:
-        conn.close()
+    return dict(query(data, "SELECT key, value FROM meta"))
 
 
 def _blocks(data: Path) -> dict[int, int]:
     """dict id -> compressed bytes of the blocks under it."""
-    conn = sqlite3.connect(sqlite_path(data))
-    try:
-        return dict(conn.execute("SELECT dict_id, SUM(length(data)) FROM blocks GROUP BY 1"))
-    finally:
-        conn.close()
+    return dict(query(data, "SELECT dict_id, SUM(length(data)) FROM blocks GROUP BY 1"))
 
 
 def _dictionary_ids(data: Path) -> set[int]:

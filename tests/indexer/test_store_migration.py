@@ -31,7 +31,7 @@ from indexer.store.writer import StoreWriter
 from tests.data_paths import REPO_ROOT
 from tests.indexer.store_fixture import FIXTURE_DATA, FIXTURE_OUTPUTS, build, outputs
 from tests.injection import inject
-from tests.snapshots import snapshot
+from tests.snapshots import query, snapshot
 
 
 def _expected() -> dict[str, Any]:
@@ -46,19 +46,11 @@ def _fixture_copy(tmp_path: Path) -> Path:
 
 
 def _tables(data: Path) -> dict[str, str]:
-    conn = sqlite3.connect(sqlite_path(data))
-    try:
-        return dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
-    finally:
-        conn.close()
+    return dict(query(data, "SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
 
 
 def _meta(data: Path) -> dict[str, str]:
-    conn = sqlite3.connect(sqlite_path(data))
-    try:
-        return dict(conn.execute("SELECT key, value FROM meta"))
-    finally:
-        conn.close()
+    return dict(query(data, "SELECT key, value FROM meta"))
 
 
 def _digest(data: Path) -> str:
