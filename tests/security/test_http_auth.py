@@ -277,8 +277,11 @@ def test_token_files(tmp_path: Path) -> None:
         assert str(path) in str(info.value)
 
 
-def run_serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_serve(
+    tmp_path: Path, *args: str, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQ_")}
+    env.update(env_extra or {})
     sessions = tmp_path / "logs"
     sessions.mkdir(exist_ok=True)
     return subprocess.run(
@@ -329,28 +332,8 @@ def test_serve_refuses_an_empty_or_unreadable_token_file(tmp_path: Path) -> None
 def test_the_token_file_comes_from_the_environment_too(tmp_path: Path) -> None:
     empty = tmp_path / "empty-token"
     empty.write_text("", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQ_")}
-    env["SESSIONQ_TOKEN_FILE"] = str(empty)
-    (tmp_path / "logs").mkdir()
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "worker",
-            "serve",
-            "--sessions",
-            str(tmp_path / "logs"),
-            "--data",
-            str(tmp_path / "data"),
-            "--listen",
-            "0.0.0.0:0",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    result = run_serve(
+        tmp_path, "--listen", "0.0.0.0:0", env_extra={"SESSIONQ_TOKEN_FILE": str(empty)}
     )
     assert result.returncode == 2
     assert "is empty" in result.stderr
