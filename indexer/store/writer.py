@@ -109,10 +109,9 @@ class StoreWriter:
     def apply_fresh(self, fresh: FreshLog) -> Applied | None:
         """A log planned elsewhere for a new session; ``None`` (nothing written) when the
         store already holds the session: then it must be applied as a log."""
-        self.tables.begin()
-        if self.tables.session_state(fresh.header.id) is not None:
+        head = self.apply_header(fresh.header)  # a stored session: no-op (or a conflict)
+        if head.noop:
             return None
-        head = self.apply_header(fresh.header)
         if fresh.plan is None:
             return head
         applied = self.apply_plan(fresh.header, fresh.plan, fresh.blocks)
