@@ -34,6 +34,7 @@ class WritePlan:
     """Everything one batch writes, in the order the writer applies it."""
 
     session_id: str
+    first_seq: int  # 0: the batch starts the session (it holds no document yet)
     rows: list[StoredEvent]
     replacements: list[tuple[int, int, int, tuple[int, ...]]]  # seq, start, end, shadowed
     marks: list[tuple[int, int]]  # (seq, replaced_by) of events in this batch
@@ -113,6 +114,7 @@ def plan_events(
     last_title = next((e for e in reversed(new) if e.type == "session/title"), None)
     return WritePlan(
         session_id=sid,
+        first_seq=new[0].seq,
         rows=rows,
         replacements=replacements,
         marks=[(s, by) for s, by in replaced_by.items() if s in surface],

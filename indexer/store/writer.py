@@ -268,7 +268,9 @@ class StoreWriter:
             plan.last_time,
         )
         docs.extend(plan.docs)
-        if docs:
+        if plan.first_seq == 0:  # every document is new (and there are no older marks)
+            self.index.upsert(docs, session=sid)
+        elif docs:
             self.index.upsert(docs)
         return Applied("events", sid, events=plan.events, documents=len(docs))
 

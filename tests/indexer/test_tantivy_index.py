@@ -463,6 +463,31 @@ def test_upsert_is_idempotent_and_replaces(index: TantivyIndex) -> None:
     assert hits[0].surface == "shadowed"
 
 
+
+def test_whole_session_upsert_replaces_every_document_of_the_session(tmp_path: Path) -> None:
+    """``upsert(docs, session=s)``: one delete of the session, then plain adds — a
+    leftover document of ``s`` (committed by an earlier writer) goes, other sessions stay,
+    and the new documents group as one session with the session's other new ones."""
+    path = tmp_path / "index"
+    writer = TantivyIndex(path, writable=True, heap_bytes=20_000_000)
+    put(writer, doc("s", 7, "needle leftover"), doc("t", 0, "needle"))
+    writer.close()
+    writer = TantivyIndex(path, writable=True, heap_bytes=20_000_000)
+    try:
+        writer.upsert([doc("s", 0, "needle"), doc("s", 1, "needle fresh")], session="s")
+        writer.commit()
+        assert session_doc_count(writer, "s") == 2
+        assert sessions(writer, "leftover") == []
+        assert sorted(sessions(writer, "needle")) == ["s", "t"]
+        writer.upsert([doc("s", 2, "needle", time=99)])  # a later batch: per-document
+        writer.commit()
+        hits, _ = writer.search_sessions(
+            "needle", [], [], live_ids=NONE, exclude_session_ids=NONE, limit=10
+        )
+        assert [(h.session_id, h.seq) for h in hits] == [("s", 2), ("t", 0)]
+    finally:
+        writer.close()
+
 def test_delete_event_and_session(index: TantivyIndex) -> None:
     put(index, doc("s", 0, "needle"), doc("s", 1, "needle"), doc("t", 0, "needle"))
     delete_event(index, "s", 0)

@@ -238,20 +238,38 @@ class TantivyIndex:
         self._ordinals[session_id] = ordinal
         return ordinal
 
-    def upsert(self, docs: Iterable[IndexDoc]) -> None:
+    def upsert(self, docs: Iterable[IndexDoc], *, session: str | None = None) -> None:
         """Stage each document: delete the document with its (session id, seq), then add.
 
         Tantivy applies a delete to documents added before it, so the add survives and
         applying the same document twice leaves exactly one copy.
+
+        ``session``: ``docs`` are all of that session's documents (its stored events are
+        all new: a whole log, a first batch). Then one delete of the session replaces the
+        delete per document (cheaper, and a leftover document of the session goes too),
+        and the documents get a new ordinal unless this writer gave the session one
+        already: none of the old documents survives the delete.
         """
         self._require_writer()
-        staged = []
+        staged: list[tuple[str, str, tantivy.Document | None]] = []
+        ordinal: int | None = None
+        if session is not None:
+            staged.append(("session", raw_term(session), None))
+            ordinal = self._ordinals.get(session)
+            if ordinal is None:
+                ordinal = self._ordinals[session] = self._next_ordinal
+                self._next_ordinal += 1
         for d in docs:
             try:
-                key, doc = document(d, self._ordinal(d.session_id))
+                if ordinal is None:
+                    key, doc = document(d, self._ordinal(d.session_id))
+                    staged.append(("key", key, doc))
+                else:
+                    assert d.session_id == session, "a document of another session"
+                    # field "": an add without a delete (the session's delete covers it)
+                    staged.append(("", "", document(d, ordinal)[1]))
             except ValueError as exc:
                 raise IndexFailedError(f"index document {d.session_id}#{d.seq}: {exc}") from exc
-            staged.append(("key", key, doc))
         self._staged.extend(staged)
 
     def delete_session(self, session_id: str) -> None:
@@ -277,7 +295,8 @@ class TantivyIndex:
         staged, self._staged = self._staged, []
         try:
             for field, value, doc in staged:
-                writer.delete_documents_by_term(field, value)
+                if field:
+                    writer.delete_documents_by_term(field, value)
                 if doc is not None:
                     writer.add_document(doc)
         except ValueError as exc:

@@ -39,7 +39,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import pickle
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -71,16 +70,17 @@ class IndexDoc:
     cwd: str | None
     parent: str | None
     created_at: int
-    # The Tantivy document without its ``sid``, built ahead and pickled (``prebuilt``).
-    body: bytes | None = dataclasses.field(default=None, compare=False, repr=False)
+    # The ``pairs`` field value, computed ahead (``prebuilt``); ``text`` is then sanitized.
+    pairs: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def prebuilt(d: IndexDoc) -> IndexDoc:
-    """``d`` with its Tantivy document built (all but the ``sid`` the writer allocates):
-    tokenizing and term building done where CPU is free (``indexer.ingest_parallel``).
-    Pickled, so each ``document`` call gets its own copy to add the ``sid`` to."""
-    # The body holds the text: it does not travel twice.
-    return dataclasses.replace(d, text="", body=pickle.dumps(_body(d)))
+    """``d`` with its text sanitized and tokenized into its ``pairs`` value: the Python
+    half of a document's cost, done where CPU is free (``indexer.ingest_parallel``). The
+    writer only fills a ``tantivy.Document`` from plain strings — cheaper than shipping
+    a pickled document (several times the text's size, and slow to unpickle)."""
+    text = sanitize_text(d.text)
+    return dataclasses.replace(d, text=text, pairs=pairs_text(doc_tokens(text)))
 
 
 INDEX_FORMAT: Final = f"3:{FREQUENT_DIGEST}"
@@ -128,24 +128,19 @@ def build_schema() -> tantivy.Schema:
 
 def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
     """The ``key`` term of ``d`` and its Tantivy document (``ordinal`` is its ``sid``)."""
-    doc = _body(d) if d.body is None else pickle.loads(d.body)
-    doc.add_unsigned("sid", ordinal)
-    return doc_key(d.session_id, d.seq), doc
-
-
-def _body(d: IndexDoc) -> tantivy.Document:
-    text = sanitize_text(d.text)
-    pairs = pairs_text(doc_tokens(text))
+    if d.pairs is None:
+        d = prebuilt(d)
+    key = doc_key(d.session_id, d.seq)
     doc = tantivy.Document()
-    doc.add_text("key", doc_key(d.session_id, d.seq))
+    doc.add_text("key", key)
     doc.add_text("session", raw_term(d.session_id))
     doc.add_integer("seq", d.seq)
     doc.add_text("type", raw_term(d.type))
     doc.add_integer("time", d.time)
     doc.add_text("surface", raw_term(d.surface))
-    doc.add_text("text", text)
-    if pairs:
-        doc.add_text("pairs", pairs)
+    doc.add_text("text", d.text)
+    if d.pairs:
+        doc.add_text("pairs", d.pairs)
     doc.add_text("cwd", nullable_term(d.cwd))
     doc.add_text("parent", nullable_term(d.parent))
     doc.add_integer("created_at", d.created_at)
@@ -153,7 +148,8 @@ def _body(d: IndexDoc) -> tantivy.Document:
         "meta",
         dump_meta([d.session_id, d.type, d.surface, d.seq, d.time]),
     )
-    return doc
+    doc.add_unsigned("sid", ordinal)
+    return key, doc
 
 
 def dump_meta(values: list[Any]) -> bytes:
