@@ -37,6 +37,7 @@ no value.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -104,6 +105,11 @@ def nullable_term(value: str | None) -> str:
     return NULL_TERM if value is None else raw_term(value)
 
 
+_field_term = functools.lru_cache(maxsize=1024)(nullable_term)
+"""``nullable_term`` of a document's session, type, surface, cwd and parent: a handful of
+values repeated over hundreds of thousands of documents per ingest."""
+
+
 def doc_key(session_id: str, seq: int) -> str:
     return raw_term(f"{session_id}:{seq}")
 
@@ -133,16 +139,16 @@ def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
     key = doc_key(d.session_id, d.seq)
     doc = tantivy.Document()
     doc.add_text("key", key)
-    doc.add_text("session", raw_term(d.session_id))
+    doc.add_text("session", _field_term(d.session_id))
     doc.add_integer("seq", d.seq)
-    doc.add_text("type", raw_term(d.type))
+    doc.add_text("type", _field_term(d.type))
     doc.add_integer("time", d.time)
-    doc.add_text("surface", raw_term(d.surface))
+    doc.add_text("surface", _field_term(d.surface))
     doc.add_text("text", d.text)
     if d.pairs:
         doc.add_text("pairs", d.pairs)
-    doc.add_text("cwd", nullable_term(d.cwd))
-    doc.add_text("parent", nullable_term(d.parent))
+    doc.add_text("cwd", _field_term(d.cwd))
+    doc.add_text("parent", _field_term(d.parent))
     doc.add_integer("created_at", d.created_at)
     doc.add_bytes(
         "meta",
