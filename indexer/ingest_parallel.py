@@ -4,9 +4,12 @@ Reading a log (decode, validate, fold), planning its writes (``indexer.store.pla
 cutting and compressing its blocks need nothing from the store when the session is new,
 and they are most of an ingest's CPU. Worker processes do them for chunks of files; the
 writer process applies the results in the files' order through ``Store.apply_fresh``,
-under the record path's usual atomicity. What a worker cannot plan — a file whose session
-the store already holds, a reader failure other than a rejection — is applied the
-ordinary way in the writer, so the outcome is the sequential ingest's, file for file.
+under the record path's usual atomicity. A dsh log is read with its chunk rows packed
+(``read_log_packed``), its blocks built from the rows (``indexer.store.packed_blocks``):
+most of its events are chunk-row members, which then never become objects. What a worker
+cannot plan — a file whose session the store already holds, a reader failure other than
+a rejection — is applied the ordinary way in the writer, so the outcome is the
+sequential ingest's, file for file.
 
 Workers are spawned (the writer process runs Tantivy's threads, which a fork must not
 copy) as the writer's own children, and each watches that its parent is alive: a writer
@@ -32,15 +35,22 @@ from pathlib import Path
 from typing import Final, Literal
 
 from indexer.logs.importers.detect import LogSource, read_source
-from indexer.logs.reader import LogRejectedError
+from indexer.logs.reader import LogRejectedError, PackedLog, read_log_packed
+from indexer.model import SessionEvent
 from indexer.store.blocks import LEVEL, NO_DICTIONARY, Codec
 from indexer.store.event_blocks import block_rows
-from indexer.store.plan import FreshLog, plan_events
+from indexer.store.packed_blocks import packed_block_rows
+from indexer.store.plan import FreshLog, WritePlan, plan_events, plan_packed
 from indexer.store.tantivy import prebuilt
 
 CHUNK_FILES: Final = 16
 """Files per worker task: large enough to amortize a task's round trip and dictionary,
 small enough that the writer starts early and the workers stay balanced."""
+
+IN_FLIGHT: Final = 8
+"""Chunks in flight per worker: enough that the workers go on while the writer stalls
+(a commit, a dictionary's recompression), few enough to bound what finished chunks hold
+(a chunk's results are about its files' size)."""
 
 MIN_FILES: Final = 2 * CHUNK_FILES
 MIN_BYTES: Final = 8 << 20
@@ -63,6 +73,7 @@ def worth_a_pool(items: Sequence[Item]) -> bool:
         if total >= MIN_BYTES:
             return True
     return False
+
 
 Item = Path | LogSource
 
@@ -95,6 +106,8 @@ def prepare(item: Item, codec: Codec, dict_id: int, level: int) -> Outcome:
     """Read and plan one file as a new session (runs in a worker)."""
     path = _path(item)
     try:
+        if isinstance(item, Path) or item.format == "dsh":
+            return _prepare_packed(read_log_packed(path), codec, dict_id, level)
         log = read_source(item)
     except LogRejectedError as exc:
         return Outcome("rejected", reason=str(exc))
@@ -108,9 +121,28 @@ def prepare(item: Item, codec: Codec, dict_id: int, level: int) -> Outcome:
         return Outcome("local")
     plan = plan_events(log.header, log.events, log.fold.steps, log.fold.state)
     blocks = block_rows(plan.rows, codec, dict_id, level)
-    plan.rows = []  # the blocks carry them; nothing else reads them
+    return Outcome("fresh", FreshLog(log.header, _shipped(plan), blocks))
+
+
+def _prepare_packed(log: PackedLog, codec: Codec, dict_id: int, level: int) -> Outcome:
+    """A dsh log read with its chunk rows packed: its blocks come from the rows."""
+    if not log.items:
+        return Outcome("fresh", FreshLog(log.header, None, []))
+    plan = plan_packed(log)
+    if plan is None:  # chunk rows only: nothing to plan but the rows
+        return Outcome("local")
+    rows = iter(plan.rows)
+    items = [next(rows) if isinstance(i, SessionEvent) else i for i in log.items]
+    blocks = packed_block_rows(items, codec, dict_id, level)
+    return Outcome("fresh", FreshLog(log.header, _shipped(plan), blocks))
+
+
+def _shipped(plan: WritePlan) -> WritePlan:
+    """The plan as it travels to the writer: its blocks carry the rows, nothing else
+    reads them; its documents are tokenized here."""
+    plan.rows = []
     plan.docs = [prebuilt(d) for d in plan.docs]
-    return Outcome("fresh", FreshLog(log.header, plan, blocks))
+    return plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,8 +224,8 @@ def prepared(
     compression: Callable[[], Compression],
     stats: PoolStats | None = None,
 ) -> Iterator[tuple[Item, Outcome]]:
-    """Every item with its outcome, in order; at most ``2 * jobs`` chunks in flight (the
-    writer's pace bounds the memory held by finished ones). ``compression`` is asked
+    """Every item with its outcome, in order; at most ``IN_FLIGHT * jobs`` chunks in
+    flight (the writer's pace bounds the memory held by finished ones). ``compression`` is asked
     before each chunk: a commit may have trained the dir's own dictionary meanwhile."""
     context = multiprocessing.get_context("spawn")
     first = compression()
@@ -211,7 +243,7 @@ def prepared(
                 now = compression()
                 changed = None if now.same(first) else now
                 pending.append((chunk, pool.submit(prepare_chunk, chunk, changed)))
-                if len(pending) >= 2 * jobs:
+                if len(pending) >= IN_FLIGHT * jobs:
                     yield from _finished(*pending.popleft(), stats)
             while pending:
                 yield from _finished(*pending.popleft(), stats)

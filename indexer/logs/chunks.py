@@ -8,12 +8,13 @@ event: it fails loudly with ``malformed <tag> storage row: <why>`` (the upstream
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final, TypeGuard
 
 from indexer.errors import LogValidationError
 from indexer.model.header import is_nonneg_safe_int, is_safe_int
 
-__all__ = ["CHUNK_ROW_TAGS", "expand_chunk_row", "is_chunk_row"]
+__all__ = ["CHUNK_ROW_TAGS", "PackedChunks", "expand_chunk_row", "is_chunk_row", "pack_chunk_row"]
 
 TEXT_ROW: Final = "text-chunks"
 REASONING_ROW: Final = "reasoning-chunks"
@@ -61,6 +62,41 @@ def _members(tag: str, data: dict[str, Any], payload_key: str) -> list[str]:
     return payload
 
 
+@dataclass(frozen=True, slots=True)
+class PackedChunks:
+    """A validated chunk row, not expanded: member ``k`` is ``member(k)``.
+
+    Readers that keep a row packed (``read_log_packed``, for ingest: the blocks store a
+    run the way the row does) skip building hundreds of event objects per row.
+    """
+
+    tag: str
+    seq0: int
+    times: list[int]  # member k's time
+    turn: Any
+    step: Any
+    index: Any
+    call_id: str | None  # tool-call rows
+    name: str | None  # tool-call rows whose members carry a name
+    fragments: list[str]  # member k's text / arguments delta
+
+    def member(self, k: int) -> dict[str, Any]:
+        """Member ``k`` as the event object it stands for (key order included)."""
+        chunk: dict[str, Any]
+        if self.tag == TOOL_CALL_ROW:
+            chunk = {"type": "tool-call-delta", "index": self.index, "id": self.call_id}
+            if self.name is not None:
+                chunk["name"] = self.name
+            chunk["argumentsDelta"] = self.fragments[k]
+        else:
+            delta = "text-delta" if self.tag == TEXT_ROW else "reasoning-delta"
+            chunk = {"type": delta, "index": self.index, "text": self.fragments[k]}
+        return _member(self.seq0 + k, self.times[k], self.turn, self.step, chunk)
+
+    def expand(self) -> list[dict[str, Any]]:
+        return [self.member(k) for k in range(len(self.fragments))]
+
+
 def expand_chunk_row(row: dict[str, Any]) -> list[dict[str, Any]]:
     """Validate a chunk row and expand it to its ``assistant/chunk`` event objects.
 
@@ -70,6 +106,11 @@ def expand_chunk_row(row: dict[str, Any]) -> list[dict[str, Any]]:
     argumentsDelta}`` for tool-call rows (``name`` on every member iff the row has it).
     Raises :class:`LogValidationError` for a malformed row.
     """
+    return pack_chunk_row(row).expand()
+
+
+def pack_chunk_row(row: dict[str, Any]) -> PackedChunks:
+    """Validate a chunk row (as ``expand_chunk_row`` does, same errors), unexpanded."""
     tag = row.get("type")
     if not isinstance(tag, str) or tag not in CHUNK_ROW_TAGS:
         raise ValueError(f"not a chunk row: {tag!r}")
@@ -107,24 +148,18 @@ def expand_chunk_row(row: dict[str, Any]) -> list[dict[str, Any]]:
         if not is_safe_int(after):
             raise _malformed(tag, "member times must stay safe integers")
         times.append(after)
-
-    turn, step, index = data["turn"], data["step"], data["index"]
-    events: list[dict[str, Any]] = []
-    if tag == TOOL_CALL_ROW:
-        call_id = data["id"]
-        name = data.get("name")
-        for k, fragment in enumerate(members):
-            chunk: dict[str, Any] = {"type": "tool-call-delta", "index": index, "id": call_id}
-            if named:
-                chunk["name"] = name
-            chunk["argumentsDelta"] = fragment
-            events.append(_member(first_seq + k, times[k], turn, step, chunk))
-    else:
-        delta = "text-delta" if tag == TEXT_ROW else "reasoning-delta"
-        for k, text in enumerate(members):
-            chunk = {"type": delta, "index": index, "text": text}
-            events.append(_member(first_seq + k, times[k], turn, step, chunk))
-    return events
+    tool = tag == TOOL_CALL_ROW
+    return PackedChunks(
+        tag=tag,
+        seq0=first_seq,
+        times=times,
+        turn=data["turn"],
+        step=data["step"],
+        index=data["index"],
+        call_id=data["id"] if tool else None,
+        name=data["name"] if named else None,
+        fragments=members,
+    )
 
 
 def _member(seq: int, time: int, turn: Any, step: Any, chunk: dict[str, Any]) -> dict[str, Any]:

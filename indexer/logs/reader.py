@@ -8,6 +8,9 @@ line is expanded (packed chunk rows) and each resulting event object is checked
 
 Per-event work is kept to one ``orjson.loads`` per line, one ``orjson.dumps`` per event
 (the stored ``raw``) and the fold step: no models are built per event.
+:func:`read_log_packed` makes the same checks and keeps each chunk row as one
+:class:`PackedChunks` (its members are log-only chunks: only the first can break a rule
+the fold checks, contiguity), for ingest, which stores a row the way the row is.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import orjson
 
 from indexer.errors import LogValidationError
-from indexer.logs.chunks import expand_chunk_row, is_chunk_row
+from indexer.logs.chunks import PackedChunks, is_chunk_row, pack_chunk_row
 from indexer.logs.envelope import check_envelope, event_raw
 from indexer.logs.jsonl import iter_lines
 from indexer.logs.roots import implied_session_id
@@ -29,7 +32,14 @@ from indexer.model.event import SessionEvent
 from indexer.model.header import SessionHeader, parse_header
 from indexer.surface.fold import FoldedLog, FoldStep, SurfaceFold
 
-__all__ = ["LogRejectedError", "SessionLog", "parse_line", "read_log"]
+__all__ = [
+    "LogRejectedError",
+    "PackedLog",
+    "SessionLog",
+    "parse_line",
+    "read_log",
+    "read_log_packed",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,15 +101,47 @@ def read_log(path: Path | str, *, expected_id: str | None = None) -> SessionLog:
     ``expected_id`` defaults to the id the root layout implies (``None`` outside it).
     Raises :class:`LogRejectedError` on the first broken rule; I/O errors propagate.
     """
-    path = Path(path)
+    read = _read(Path(path), expected_id, packed=False)
+    return SessionLog(path=read.path, header=read.header, events=read.events, fold=read.fold)
+
+
+@dataclass(frozen=True, slots=True)
+class PackedLog:
+    """A whole, valid log read with its chunk rows kept packed (``read_log_packed``).
+
+    ``items`` are the log in seq order: events, and chunk rows standing for their members;
+    ``events`` the items that are events, ``fold`` their steps (a member's step is always
+    ``log-only``) and the final state; ``count`` every event, members included.
+    """
+
+    path: Path
+    header: SessionHeader
+    items: list[SessionEvent | PackedChunks]
+    events: list[SessionEvent]
+    fold: FoldedLog
+    count: int
+
+
+def read_log_packed(path: Path | str, *, expected_id: str | None = None) -> PackedLog:
+    """``read_log`` without expanding chunk rows: the same checks and the same errors,
+    without hundreds of member objects per row (ingest: blocks store a run as the row
+    does, ``indexer.store.packed_blocks``)."""
+    return _read(Path(path), expected_id, packed=True)
+
+
+def _read(path: Path, expected_id: str | None, *, packed: bool) -> PackedLog:
     if expected_id is None:
         expected_id = implied_session_id(path)
     at_line = 1
     header: SessionHeader | None = None
     events: list[SessionEvent] = []
+    items: list[SessionEvent | PackedChunks] = []
+    count = 0
     fold = SurfaceFold()
     steps: list[FoldStep] = []
-    event_at = events.__getitem__
+    by_seq: dict[int, SessionEvent] = {}
+    # Rule 5 looks up shadowed surface nodes: never a chunk, so never a packed member.
+    event_at = by_seq.__getitem__ if packed else events.__getitem__
     try:
         for line_no, line in iter_lines(path):
             at_line = line_no
@@ -110,7 +152,13 @@ def read_log(path: Path | str, *, expected_id: str | None = None) -> SessionLog:
                 header = parse_header(obj, expected_id=expected_id)
                 continue
             if is_chunk_row(obj):
-                for member in expand_chunk_row(obj):
+                row = pack_chunk_row(obj)
+                if packed:
+                    fold.skip_log_only(row.seq0, len(row.fragments))
+                    items.append(row)
+                    count += len(row.fragments)
+                    continue
+                for member in row.expand():
                     # Expanded members are well-formed by construction: no envelope check.
                     event = SessionEvent(
                         type="assistant/chunk",
@@ -121,12 +169,17 @@ def read_log(path: Path | str, *, expected_id: str | None = None) -> SessionLog:
                     )
                     steps.append(fold.step(event, event_at))
                     events.append(event)
+                count += len(row.fragments)
                 continue
-            event = check_envelope(obj, len(events))
+            event = check_envelope(obj, count)
             steps.append(fold.step(event, event_at))
             events.append(event)
+            count += 1
+            if packed:
+                items.append(event)
+                by_seq[event.seq] = event
     except LogValidationError as exc:
         raise LogRejectedError(path, exc.line or at_line, exc.message, exc.code) from exc
     if header is None:
         raise LogRejectedError(path, 1, "empty or header-less session log")
-    return SessionLog(path=path, header=header, events=events, fold=FoldedLog(steps, fold))
+    return PackedLog(path, header, items, events, FoldedLog(steps, fold), count)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from indexer.logs.chunks import PackedChunks
+from indexer.logs.reader import PackedLog
 from indexer.model import SessionEvent, SessionHeader
 from indexer.model.event import SURFACE_ELIGIBLE
 from indexer.store.blocks import StoredEvent
@@ -130,6 +132,22 @@ def plan_events(
         events=len(rows),
         docs=[index_doc(header, e, surface[e.seq], texts[e.seq]) for e in new if texts[e.seq]],
     )
+
+
+def plan_packed(log: PackedLog) -> WritePlan | None:
+    """``plan_events`` of a whole log read packed (``read_log_packed``); ``None`` for a
+    log of chunk rows only. A row's members are log-only chunks without text or sources:
+    they add nothing but their count and, when they end the log, its last time. The
+    plan's rows are the events only (``packed_blocks`` adds the rows' members)."""
+    if not log.events:
+        return None
+    plan = plan_events(log.header, log.events, log.fold.steps, log.fold.state)
+    plan.first_seq = 0
+    plan.events = log.count
+    last = log.items[-1]
+    if isinstance(last, PackedChunks):
+        plan.last_time = last.times[-1]
+    return plan
 
 
 @dataclass(slots=True)

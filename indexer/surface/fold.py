@@ -126,6 +126,17 @@ class SurfaceFold:
         return FoldStep(seq, "replace", shadowed, start, end, sources)
 
 
+    def skip_log_only(self, seq: int, count: int) -> None:
+        """Fold ``count`` consecutive log-only events from ``seq`` that carry neither
+        ``surfaceOp`` nor ``sourceEventSeqs`` (a packed chunk row's members): the steps
+        would all be ``log-only``, and only the first can break contiguity."""
+        if seq != self.next_seq:
+            raise FoldViolation(
+                f"session event seq {seq} is not contiguous; expected {self.next_seq}"
+            )
+        self.next_seq = seq + count
+
+
 def _index_of(nodes: list[int], seq: int) -> int:
     try:
         return nodes.index(seq)

@@ -705,3 +705,34 @@ def test_ascii_fast_path_tokens_equal_the_analyzer(text: str) -> None:
     from indexer.store.tantivy import analyze, doc_tokens
 
     assert doc_tokens(text) == analyze(text)
+
+
+_MIXED = st.sampled_from(
+    list("aZ09 _-.,\n")
+    + list("中文的了是一")
+    + list("，。、：；！？“”‘’（）《》【】—…·「」✅🚀€→")
+    + list("éİßあア한々〇⺀ｱＡ０\u200b\ue000")
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_MIXED, max_size=120).map("".join))
+def test_han_fast_path_tokens_equal_the_analyzer(text: str) -> None:
+    """Text of ASCII, CJK ideographs and separators takes the Python path; anything else
+    (kana, hangul, accented letters, Han-script marks like 々, radicals, fullwidth
+    letters, private use) falls back to the analyzer — equal tokens either way."""
+    from indexer.store.tantivy import analyze, doc_tokens
+
+    assert doc_tokens(text) == analyze(text)
+
+
+def test_every_han_fast_path_character_tokenizes_as_the_analyzer_says() -> None:
+    """Each ideograph of U+4E00..U+9FFF is one unchanged token; each listed separator
+    splits tokens (exhaustive over both sets)."""
+    from indexer.store.tantivy import analyze
+    from indexer.store.tantivy.analyzer import SEPARATORS
+
+    ideographs = "".join(chr(c) for c in range(0x4E00, 0xA000))
+    assert analyze(ideographs) == list(ideographs)
+    for ch in sorted(SEPARATORS):
+        assert analyze(f"Ab{ch}中{ch}9") == ["ab", "中", "9"], hex(ord(ch))

@@ -9,8 +9,8 @@ pairs are indexed as one term (``indexed_pair``).
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
+import unicodedata
 from importlib import resources
 from typing import Final
 
@@ -80,14 +80,48 @@ def sanitize_text(text: str) -> str:
 
 
 _ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
+_HAN_OR_ASCII_WORD: Final = re.compile(r"[\u4e00-\u9fff]|[a-z0-9]+")
+_NOT_ASCII_OR_HAN: Final = re.compile(r"[^\x00-\x7f\u4e00-\u9fff]")
+
+_SEPARATOR_CATEGORIES: Final = frozenset(
+    {"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf"}
+)
+_SEPARATOR_BLOCKS: Final = (
+    (0x0080, 0x00FF),  # Latin-1 punctuation and signs
+    (0x2000, 0x2BFF),  # punctuation, currency, arrows, math, shapes, symbols, dingbats
+    (0x3000, 0x303F),  # CJK punctuation
+    (0xFE30, 0xFE4F),  # CJK compatibility forms
+    (0xFF00, 0xFF65),  # fullwidth punctuation
+    (0xFFFD, 0xFFFD),  # what sanitizing puts in
+    (0x1F000, 0x1F1FF),  # game symbols, enclosed alphanumerics
+    (0x1F300, 0x1FAFF),  # emoji, pictographs
+)
+
+
+def _separators() -> frozenset[str]:
+    """Characters of long-assigned blocks that every tokenizer here treats alike: never
+    part of a token (punctuation, symbols, spaces, controls, format characters), none of
+    a CJK script (the Han radicals are symbols of the Han script: not in these blocks),
+    and unchanged by lowercasing."""
+    chars = (chr(c) for lo, hi in _SEPARATOR_BLOCKS for c in range(lo, hi + 1))
+    return frozenset(
+        ch for ch in chars if unicodedata.category(ch) in _SEPARATOR_CATEGORIES and ch.lower() == ch
+    )
+
+
+SEPARATORS: Final = _separators()
 
 
 def doc_tokens(text: str) -> list[str]:
-    """The analyzer's tokens of ``text``. For ASCII text (most of it) the analyzer is
-    exactly "runs of [A-Za-z0-9], lowercased", which Python computes without a round trip
-    into Tantivy."""
+    """The analyzer's tokens of ``text``, computed in Python where that is exactly the
+    analyzer: ASCII text (most of it) is "runs of [A-Za-z0-9], lowercased"; text whose
+    other characters are all CJK Unified Ideographs (U+4E00..U+9FFF, one token each,
+    untouched by folding) or ``SEPARATORS`` adds one token per ideograph. Anything else
+    goes through the analyzer (several times slower from Python)."""
     if text.isascii():
         return _ASCII_WORD.findall(text.lower())
+    if SEPARATORS.issuperset(_NOT_ASCII_OR_HAN.findall(text)):
+        return _HAN_OR_ASCII_WORD.findall(text.lower())
     return list(ANALYZER.analyze(text))
 
 
@@ -140,7 +174,12 @@ def indexed_pair(a: str, b: str) -> bool:
 def pair_terms(tokens: list[str]) -> list[str]:
     """The indexed pairs ``a_b`` of adjacent tokens, in order (repeats kept: the field
     holds frequencies, which score a two-token phrase)."""
-    return [f"{a}_{b}" for a, b in itertools.pairwise(tokens) if indexed_pair(a, b)]
+    listed = list(map(frequent, tokens))  # ``indexed_pair``, one test per token
+    return [
+        f"{a}_{b}"
+        for a, b, fa, fb in zip(tokens, tokens[1:], listed, listed[1:], strict=False)
+        if fa and fb
+    ]
 
 
 PAIR_GAP: Final = "_"
