@@ -14,7 +14,7 @@ import tantivy
 from indexer.model.search import EventMetadataFilter, SessionFilter
 from indexer.store.tantivy import IndexDoc, TantivyIndex, analyze
 from indexer.store.tantivy.queries import Nothing, base_clauses, term
-from indexer.store.tantivy.schema import doc_key, load_meta, raw_term
+from indexer.store.tantivy.schema import doc_key, load_meta, raw_term, stored_text
 
 
 def dump_docs(ix: TantivyIndex) -> list[IndexDoc]:
@@ -34,7 +34,7 @@ def dump_docs(ix: TantivyIndex) -> list[IndexDoc]:
     for _, addr in hits:
         stored = searcher.doc(addr)
         sid, type_, surface, seq, time = load_meta(stored)
-        text = stored.get_first("text") or ""
+        text = stored_text(stored)
         created_at = searcher.fast_field_values("created_at", [addr])[0]
         # cwd and parent are indexed terms only (filters), not stored: not in the view.
         out.append(IndexDoc(sid, seq, type_, time, surface, text, None, None, created_at))

@@ -26,6 +26,7 @@ from indexer.logs.importers.detect import LogSource, discover_sources
 from indexer.query.service import StoreQueryService
 from indexer.store.blocks import Codec
 from indexer.store.data_dir import Store, index_path, sqlite_path
+from indexer.store.tantivy.schema import stored_text
 from tests.data_paths import CLAUDE_CODE_DIR, CODEX_DIR, CORPUS_DIR
 
 TABLES = ("sessions", "blocks", "source_runs", "replacements", "replaced", "dictionaries")
@@ -89,7 +90,7 @@ def _documents(data: Path) -> list[tuple[Any, ...]]:
     for _score, addr in hits:
         doc = searcher.doc(addr)
         sid = searcher.fast_field_values("sid", [addr])[0]
-        docs.append((doc.get_first("meta"), doc.get_first("text"), sid))
+        docs.append((doc.get_first("meta"), stored_text(doc), sid))
     return sorted(docs)
 
 

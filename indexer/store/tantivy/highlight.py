@@ -16,7 +16,7 @@ import tantivy
 from indexer.model.search import EventHit, Surface
 from indexer.store.snippet import MATCH_END, MATCH_START, make_snippet
 from indexer.store.tantivy.analyzer import ANALYZER, without_surrogates
-from indexer.store.tantivy.schema import load_meta
+from indexer.store.tantivy.schema import load_meta, stored_text
 
 _WINDOW: Final = 4_096
 _WINDOW_GROWTH: Final = 4
@@ -189,7 +189,7 @@ def event_hit(
     positioned at the first occurrence of the phrase ``tokens``."""
     doc = searcher.doc(addr)
     session_id, type_, surface, seq, time = load_meta(doc)[:5]
-    text = doc.get_first("text") or ""
+    text = stored_text(doc)
     return EventHit(
         session_id=session_id,
         seq=int(seq),

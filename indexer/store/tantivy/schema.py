@@ -10,7 +10,9 @@ session's immutable header fields so that a search is one Tantivy query:
 * ``seq``, ``time``, ``created_at``: i64, indexed and fast (ranges, tie keys).
 * ``type``, ``surface``: raw terms. ``cwd``, ``parent``: raw terms, ``NULL_TERM`` for
   "no cwd" / "root session", so ``IN [x, null]`` is a single term-set query.
-* ``text``       the ``sessionq`` analyzer with positions, stored (snippets).
+* ``text``       the ``sessionq`` analyzer's tokens with positions (indexed from the tokens
+                 joined by spaces: the analyzer runs once, in Python, ``prebuilt``).
+* ``body``       stored-only bytes: the text (UTF-8), for snippets.
 * ``pairs``      the adjacent token pairs ``a_b`` of ``text`` whose two tokens are both
                  *frequent* (a single character, or a token of the shipped list of the
                  most frequent tokens of real agent logs: ``analyzer.frequent``), with
@@ -48,7 +50,6 @@ import tantivy
 
 from indexer.model.search import Surface
 from indexer.store.tantivy.analyzer import (
-    ANALYZER_NAME,
     FREQUENT_DIGEST,
     MAX_TERM_CHARS,
     SURROGATE,
@@ -71,25 +72,31 @@ class IndexDoc:
     cwd: str | None
     parent: str | None
     created_at: int
-    # The ``pairs`` field value, computed ahead (``prebuilt``); ``text`` is then sanitized.
+    # The ``text`` and ``pairs`` field values, computed ahead (``prebuilt``); ``text`` is
+    # then sanitized.
+    terms: str | None = dataclasses.field(default=None, compare=False, repr=False)
     pairs: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def prebuilt(d: IndexDoc) -> IndexDoc:
-    """``d`` with its text sanitized and tokenized into its ``pairs`` value: the Python
-    half of a document's cost, done where CPU is free (``indexer.ingest_parallel``). The
-    writer only fills a ``tantivy.Document`` from plain strings — cheaper than shipping
-    a pickled document (several times the text's size, and slow to unpickle)."""
+    """``d`` with its text sanitized and tokenized into its ``text`` and ``pairs`` field
+    values: all of a document's tokenizing, done where CPU is free
+    (``indexer.ingest_parallel``). The writer only fills a ``tantivy.Document`` from
+    plain strings — cheaper than shipping a pickled document (several times the text's
+    size, and slow to unpickle) — and Tantivy only splits them at spaces."""
     text = sanitize_text(d.text)
-    return dataclasses.replace(d, text=text, pairs=pairs_text(doc_tokens(text)))
+    tokens = doc_tokens(text)
+    return dataclasses.replace(d, text=text, terms=" ".join(tokens), pairs=pairs_text(tokens))
 
 
-INDEX_FORMAT: Final = f"3:{FREQUENT_DIGEST}"
-"""The index layout: ``3`` = selective, frequency-only pairs (format 1, implied by no
-record, held every pair with positions), ``key`` terms led by the session id (adjacent
-terms share their prefix), ``meta`` without the session fields and 64 KiB doc-store
-blocks; then the frequent-token list's digest — a new list changes which pairs documents
-hold, so it is a new format too."""
+INDEX_FORMAT: Final = f"4:{FREQUENT_DIGEST}"
+"""The index layout: ``4`` = the ``text`` field indexed from its analyzer tokens joined by
+spaces (Tantivy splits them, the analyzer runs once, in Python), the text stored in
+``body``; ``3`` stored ``text`` and had Tantivy run the analyzer; both have selective,
+frequency-only pairs (format 1, implied by no record, held every pair with positions),
+``key`` terms led by the session id (adjacent terms share their prefix), ``meta``
+without the session fields and 64 KiB doc-store blocks. Then the frequent-token list's
+digest — a new list changes which pairs documents hold, so it is a new format too."""
 
 NULL_TERM: Final = "n"
 """The ``cwd``/``parent`` term of a session without cwd / without parent."""
@@ -123,19 +130,23 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("type", tokenizer_name="raw", index_option="basic")
     sb.add_integer_field("time", indexed=True, fast=True)
     sb.add_text_field("surface", tokenizer_name="raw", index_option="basic")
-    sb.add_text_field("text", stored=True, tokenizer_name=ANALYZER_NAME, index_option="position")
+    # The analyzer's tokens, joined by spaces (``prebuilt``): the same terms, positions
+    # and lengths as the analyzer run by Tantivy, at a fraction of the indexing CPU.
+    sb.add_text_field("text", tokenizer_name="whitespace", index_option="position")
     sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="freq")
     sb.add_text_field("cwd", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("parent", tokenizer_name="raw", index_option="basic")
     sb.add_integer_field("created_at", indexed=True, fast=True)
     sb.add_bytes_field("meta", stored=True)
+    sb.add_bytes_field("body", stored=True)  # the text itself (UTF-8), for snippets
     return sb.build()
 
 
 def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
     """The ``key`` term of ``d`` and its Tantivy document (``ordinal`` is its ``sid``)."""
-    if d.pairs is None:
+    if d.terms is None or d.pairs is None:
         d = prebuilt(d)
+    terms, pairs = d.terms or "", d.pairs or ""
     key = doc_key(d.session_id, d.seq)
     doc = tantivy.Document()
     doc.add_text("key", key)
@@ -144,9 +155,9 @@ def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
     doc.add_text("type", _field_term(d.type))
     doc.add_integer("time", d.time)
     doc.add_text("surface", _field_term(d.surface))
-    doc.add_text("text", d.text)
-    if d.pairs:
-        doc.add_text("pairs", d.pairs)
+    doc.add_text("text", terms)
+    if pairs:
+        doc.add_text("pairs", pairs)
     doc.add_text("cwd", _field_term(d.cwd))
     doc.add_text("parent", _field_term(d.parent))
     doc.add_integer("created_at", d.created_at)
@@ -154,6 +165,7 @@ def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
         "meta",
         dump_meta([d.session_id, d.type, d.surface, d.seq, d.time]),
     )
+    doc.add_bytes("body", d.text.encode())
     doc.add_unsigned("sid", ordinal)
     return key, doc
 
@@ -163,6 +175,12 @@ def dump_meta(values: list[Any]) -> bytes:
         return orjson.dumps(values)
     except TypeError:  # a lone surrogate: the stdlib escapes it and reads it back
         return json.dumps(values).encode("ascii")
+
+
+def stored_text(doc: tantivy.Document) -> str:
+    """The document's text as stored (sanitized: valid UTF-8)."""
+    body = doc.get_first("body")
+    return bytes(body).decode() if body else ""
 
 
 def load_meta(doc: tantivy.Document) -> list[Any]:
