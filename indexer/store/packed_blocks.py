@@ -25,11 +25,11 @@ from indexer.store.blocks import (
     _CHUNK_TAIL,
     _SURFACE_CODE,
     _TIME,
+    BlockCuts,
     Codec,
     StoredEvent,
     _chunk_parts,
     _run_body,
-    is_full,
 )
 from indexer.store.event_blocks import BlockRow
 
@@ -101,25 +101,19 @@ def _expanded(row: PackedChunks) -> list[StoredEvent]:
 def split_items(items: Sequence[Item]) -> list[list[_Piece]]:
     """``items`` cut into blocks where ``blocks.split_blocks`` cuts the expanded events."""
     out: list[list[_Piece]] = [[]]
-    raw_bytes = count = 0
-
-    def place(event: StoredEvent) -> None:
-        nonlocal raw_bytes, count
-        if count and is_full(raw_bytes, count):
-            out.append([])
-            raw_bytes = count = 0
-        out[-1].append(event)
-        raw_bytes += len(event.raw)
-        count += 1
-
+    cuts = BlockCuts()
     for item in items:
         if isinstance(item, StoredEvent):
-            place(item)
+            if cuts.starts_block(len(item.raw)):
+                out.append([])
+            out[-1].append(item)
             continue
         parts = _row_parts(item)
         if parts is None:
             for event in _expanded(item):
-                place(event)
+                if cuts.starts_block(len(event.raw)):
+                    out.append([])
+                out[-1].append(event)
             continue
         head, deltas = parts
         fixed = _ENVELOPE_BYTES + len(head)
@@ -127,9 +121,8 @@ def split_items(items: Sequence[Item]) -> list[list[_Piece]]:
         for k, delta in enumerate(deltas):
             seq, time = item.seq0 + k, item.times[k]
             size = fixed + len(b"%d" % seq) + len(b"%d" % time) + len(delta)
-            if count and is_full(raw_bytes, count):
+            if cuts.starts_block(size):
                 out.append([])
-                raw_bytes = count = 0
                 piece = None
             if piece is None:
                 piece = _Members(head, seq)
@@ -137,8 +130,6 @@ def split_items(items: Sequence[Item]) -> list[list[_Piece]]:
             piece.times.append(time)
             piece.deltas.append(delta)
             piece.sizes.append(size)
-            raw_bytes += size
-            count += 1
     return out if out[0] else out[1:]
 
 
