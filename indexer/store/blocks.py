@@ -176,29 +176,33 @@ def _expand_run(
     return out
 
 
+def _continues(event: StoredEvent, head: bytes, surface: str, indexed: bool) -> bytes | None:
+    """The delta of ``event`` when it continues a chunk run with ``head``: exactly its
+    envelope, the head, a delta and the tail (reads rebuild it by that concatenation)."""
+    if event.type != _CHUNK or event.surface != surface or event.indexed != indexed:
+        return None
+    raw = event.raw
+    prefix = b"".join((_CHUNK_HEAD, b"%d" % event.seq, _TIME, b"%d" % event.time, b",", head))
+    tail = len(_CHUNK_TAIL)
+    if len(raw) < len(prefix) + tail or not (raw.startswith(prefix) and raw.endswith(_CHUNK_TAIL)):
+        return None
+    return raw[len(prefix) : -tail]
+
+
 def _chunk_run(events: Sequence[StoredEvent], start: int) -> tuple[int, bytes] | None:
-    """The longest chunk run from ``start`` (at least two events) and its body. A member
-    must be exactly its envelope, the run's shared head, a delta and the tail: reads
-    rebuild it by that concatenation."""
+    """The longest chunk run from ``start`` (at least two events) and its body."""
     first = events[start]
     parts = _chunk_parts(first)
     if parts is None:
         return None
     head = parts[0]
     deltas = [parts[1]]
-    tail = -len(_CHUNK_TAIL)
     j = start + 1
     while j < len(events):
-        ev = events[j]
-        if ev.type != _CHUNK or ev.surface != first.surface or ev.indexed != first.indexed:
+        delta = _continues(events[j], head, first.surface, first.indexed)
+        if delta is None:
             break
-        raw = ev.raw
-        prefix = b"".join((_CHUNK_HEAD, b"%d" % ev.seq, _TIME, b"%d" % ev.time, b",", head))
-        if len(raw) < len(prefix) - tail or not (
-            raw.startswith(prefix) and raw.endswith(_CHUNK_TAIL)
-        ):
-            break
-        deltas.append(raw[len(prefix) : tail])
+        deltas.append(delta)
         j += 1
     if len(deltas) < 2:
         return None
@@ -210,6 +214,13 @@ def _chunk_run(events: Sequence[StoredEvent], start: int) -> tuple[int, bytes] |
 
 
 # ---- payload -----------------------------------------------------------------------------------
+def _single(entries: list[list[Any]], bodies: list[bytes], event: StoredEvent) -> None:
+    """An entry of one event, its raw JSON as the body."""
+    flags = _SURFACE_CODE[event.surface] * 2 + int(event.indexed)
+    entries.append([event.type, event.time, flags, 0, len(event.raw), len(event.raw)])
+    bodies.append(event.raw)
+
+
 def encode(events: Sequence[StoredEvent]) -> bytes:
     """The uncompressed payload of a block."""
     entries: list[list[Any]] = []
@@ -217,17 +228,16 @@ def encode(events: Sequence[StoredEvent]) -> bytes:
     i, n = 0, len(events)
     while i < n:
         event = events[i]
-        flags = _SURFACE_CODE[event.surface] * 2 + int(event.indexed)
         run = _chunk_run(events, i) if event.type == _CHUNK else None
         if run is not None:
             count, body = run
+            flags = _SURFACE_CODE[event.surface] * 2 + int(event.indexed)
             size = sum(len(e.raw) for e in events[i : i + count])
             entries.append([_CHUNK, event.time, flags, count, len(body), size])
             bodies.append(body)
             i += count
             continue
-        entries.append([event.type, event.time, flags, 0, len(event.raw), len(event.raw)])
-        bodies.append(event.raw)
+        _single(entries, bodies, event)
         i += 1
     return orjson.dumps(entries) + b"\n" + b"".join(bodies)
 

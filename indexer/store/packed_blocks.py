@@ -29,7 +29,9 @@ from indexer.store.blocks import (
     Codec,
     StoredEvent,
     _chunk_parts,
+    _continues,
     _run_body,
+    _single,
 )
 from indexer.store.event_blocks import BlockRow
 
@@ -103,14 +105,9 @@ def split_items(items: Sequence[Item]) -> list[list[_Piece]]:
     out: list[list[_Piece]] = [[]]
     cuts = BlockCuts()
     for item in items:
-        if isinstance(item, StoredEvent):
-            if cuts.starts_block(len(item.raw)):
-                out.append([])
-            out[-1].append(item)
-            continue
-        parts = _row_parts(item)
-        if parts is None:
-            for event in _expanded(item):
+        parts = None if isinstance(item, StoredEvent) else _row_parts(item)
+        if isinstance(item, StoredEvent) or parts is None:  # an event, or a row's events
+            for event in [item] if isinstance(item, StoredEvent) else _expanded(item):
                 if cuts.starts_block(len(event.raw)):
                     out.append([])
                 out[-1].append(event)
@@ -203,24 +200,6 @@ def encode_pieces(pieces: Sequence[_Piece]) -> bytes:
 
 def _member_event(piece: _Members, k: int) -> StoredEvent:
     return StoredEvent(piece.seq0 + k, _CHUNK, piece.times[k], _MEMBER_SURFACE, False, piece.raw(k))
-
-
-def _continues(event: StoredEvent, head: bytes, surface: str, indexed: bool) -> bytes | None:
-    """The delta of ``event`` when it continues a run with ``head`` (``_chunk_run``'s test)."""
-    if event.type != _CHUNK or event.surface != surface or event.indexed != indexed:
-        return None
-    raw = event.raw
-    prefix = b"".join((_CHUNK_HEAD, b"%d" % event.seq, _TIME, b"%d" % event.time, b",", head))
-    tail = len(_CHUNK_TAIL)
-    if len(raw) < len(prefix) + tail or not (raw.startswith(prefix) and raw.endswith(_CHUNK_TAIL)):
-        return None
-    return raw[len(prefix) : -tail]
-
-
-def _single(entries: list[list[Any]], bodies: list[bytes], event: StoredEvent) -> None:
-    flags = _SURFACE_CODE[event.surface] * 2 + int(event.indexed)
-    entries.append([event.type, event.time, flags, 0, len(event.raw), len(event.raw)])
-    bodies.append(event.raw)
 
 
 def _first_last(block: Sequence[_Piece]) -> tuple[int, int]:

@@ -233,9 +233,13 @@ class TantivyIndex:
                 value = searcher.fast_field_values("sid", [hits[0][1]])[0]
                 ordinal = value if isinstance(value, int) else None
         if ordinal is None:
-            ordinal = self._next_ordinal
-            self._next_ordinal += 1
+            return self._new_ordinal(session_id)
         self._ordinals[session_id] = ordinal
+        return ordinal
+
+    def _new_ordinal(self, session_id: str) -> int:
+        ordinal = self._ordinals[session_id] = self._next_ordinal
+        self._next_ordinal += 1
         return ordinal
 
     def upsert(self, docs: Iterable[IndexDoc], *, session: str | None = None) -> None:
@@ -257,8 +261,7 @@ class TantivyIndex:
             staged.append(("session", raw_term(session), None))
             ordinal = self._ordinals.get(session)
             if ordinal is None:
-                ordinal = self._ordinals[session] = self._next_ordinal
-                self._next_ordinal += 1
+                ordinal = self._new_ordinal(session)
         for d in docs:
             try:
                 if ordinal is None:
