@@ -37,7 +37,7 @@ from indexer.ingest import ingest_files
 from indexer.logs.importers import LogFormat, LogSource
 from indexer.logs.importers.claude_code import read_claude_code
 from indexer.logs.reader import LogRejectedError, SessionLog, read_log
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 CORPUS: Final = ROOT / "tests" / "data" / "dsh"

@@ -310,7 +310,7 @@ def prepare_slice(corpus: Path, data: Path, n: int) -> dict[str, Any]:
         return dict(json.loads(marker.read_text()))
     from indexer.ingest import ingest_files
     from indexer.logs.roots import discover
-    from indexer.store.data_dir import Store
+    from indexer.store.records.store import Store
 
     shutil.rmtree(data, ignore_errors=True)
     files = sorted(discover([corpus]), key=lambda p: p.name)[:n]

@@ -25,8 +25,9 @@ from pathlib import Path
 from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.model.records import DeleteRecord
-from indexer.store.data_dir import Store, index_path, sqlite_path
-from indexer.store.purge import read_segments
+from indexer.store.layout import index_path, sqlite_path
+from indexer.store.maintenance.purge import read_segments
+from indexer.store.records.store import Store
 from tests.data_paths import CORPUS_DIR
 
 

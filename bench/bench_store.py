@@ -196,7 +196,7 @@ def _code_fingerprint() -> dict[str, Any]:
 def child_ingest_sessionq(args: dict[str, Any]) -> dict[str, Any]:
     import indexer
     from indexer.ingest import ingest_files
-    from indexer.store.data_dir import Store
+    from indexer.store.records.store import Store
 
     data = Path(args["data"])
     shutil.rmtree(data, ignore_errors=True)

@@ -78,7 +78,7 @@ def ensure_data(data: Path, corpus: Path) -> None:
         return
     from indexer.ingest import ingest_files
     from indexer.logs.roots import discover
-    from indexer.store.data_dir import Store
+    from indexer.store.records.store import Store
 
     print(f"ingesting {corpus} into {data} ...", flush=True)
     t0 = time.perf_counter()
@@ -224,7 +224,7 @@ class UpstreamReads:
     """What the upstream query service does for exact reads, over plain SQLite tables."""
 
     def __init__(self, store_db: Path, fts_db: Path) -> None:
-        from indexer.store.blocks import Codec
+        from indexer.store.blocks.format import Codec
 
         self.logs = sqlite3.connect(f"file:{store_db}?mode=ro", uri=True)
         self.meta = sqlite3.connect(f"file:{fts_db}?mode=ro", uri=True)
@@ -239,7 +239,7 @@ class UpstreamReads:
         import orjson
 
         from indexer.model import SessionEvent
-        from indexer.store.event_blocks import EventBlocks
+        from indexer.store.blocks.table import EventBlocks
 
         key, next_seq = self.logs.execute(
             "SELECT key, next_seq FROM sessions WHERE id = ?", (sid,)

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from indexer.logs.reader import LogRejectedError, read_log
 from indexer.query.search import normalize_query
-from indexer.store.snippet import MATCH_END, MATCH_START, make_snippet
+from indexer.store.tantivy.snippet import MATCH_END, MATCH_START, make_snippet
 from indexer.surface.fold import classify
 from indexer.surface.text import extract_text
 

@@ -19,8 +19,8 @@ from indexer.errors import BatchAbortedError, SessionqError
 from indexer.ingest_parallel import Compression, Outcome, PoolStats, prepared, worth_a_pool
 from indexer.logs.importers.detect import LogSource, read_source
 from indexer.logs.reader import LogRejectedError
-from indexer.store.data_dir import Store
-from indexer.store.writer import Applied
+from indexer.store.records.store import Store
+from indexer.store.records.writer import Applied
 
 
 @dataclass(slots=True)

@@ -1,11 +1,11 @@
 """Parallel ingest: the per-file work done in worker processes, the writes in order.
 
-Reading a log (decode, validate, fold), planning its writes (``indexer.store.plan``) and
+Reading a log (decode, validate, fold), planning its writes (``indexer.store.records.plan``) and
 cutting and compressing its blocks need nothing from the store when the session is new,
 and they are most of an ingest's CPU. Worker processes do them for chunks of files; the
 writer process applies the results in the files' order through ``Store.apply_fresh``,
 under the record path's usual atomicity. A dsh log is read with its chunk rows packed
-(``read_log_packed``), its blocks built from the rows (``indexer.store.packed_blocks``):
+(``read_log_packed``), its blocks built from the rows (``indexer.store.blocks.packed``):
 most of its events are chunk-row members, which then never become objects. What a worker
 cannot plan — a file whose session the store already holds, a reader failure other than
 a rejection — is applied the ordinary way in the writer, so the outcome is the
@@ -15,7 +15,7 @@ Workers are spawned (the writer process runs Tantivy's threads, which a fork mus
 copy) as the writer's own children, and each watches that its parent is alive: a writer
 killed outright (``SIGKILL``, the OOM killer) leaves no worker behind holding its pipes.
 They get the data dir's current dictionary when they start, and a chunk carries the
-new one after a commit trained it (``indexer.store.dictionaries``); a block names the
+new one after a commit trained it (``indexer.store.blocks.dictionaries``); a block names the
 dictionary it was compressed with, and the one it names stays in the dir while blocks use
 it. As with any process pool, the calling program's main module
 must be import-safe (``if __name__ == "__main__"``): the CLI's is.
@@ -37,10 +37,10 @@ from typing import Final, Literal
 from indexer.logs.importers.detect import LogSource, read_source
 from indexer.logs.reader import LogRejectedError, PackedLog, read_log_packed
 from indexer.model import SessionEvent
-from indexer.store.blocks import LEVEL, NO_DICTIONARY, Codec
-from indexer.store.event_blocks import block_rows
-from indexer.store.packed_blocks import packed_block_rows
-from indexer.store.plan import FreshLog, WritePlan, plan_events, plan_packed
+from indexer.store.blocks.format import LEVEL, NO_DICTIONARY, Codec
+from indexer.store.blocks.packed import packed_block_rows
+from indexer.store.blocks.table import block_rows
+from indexer.store.records.plan import FreshLog, WritePlan, plan_events, plan_packed
 from indexer.store.tantivy import prebuilt
 
 CHUNK_FILES: Final = 16

@@ -21,6 +21,8 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from indexer.failpoints import FailPoints
+
 ENV_PREFIX = "SESSIONQ_"
 EVENTS_TOPIC = "sessionq.events"
 REQUESTS_TOPIC = "sessionq.requests"
@@ -141,6 +143,25 @@ class ServiceSettings(RoleSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="log level"
     )
+
+
+class StoreWriterSettings(RoleSettings):
+    """A role that may write a data dir; ``failpoint`` is the crash tests' aid
+    (``indexer.failpoints``), never set in production."""
+
+    failpoint: str | None = Field(
+        default=None, description="test aid: kill the process at <point>:<n> (crash tests)"
+    )
+
+    @field_validator("failpoint")
+    @classmethod
+    def _known_failpoint(cls, value: str | None) -> str | None:
+        FailPoints.parse(value)  # raises ValueError naming the problem
+        return value
+
+    @property
+    def failpoints(self) -> FailPoints:
+        return FailPoints.parse(self.failpoint)
 
 
 def _read_password(file: Path | None, given: SecretStr | None) -> SecretStr | None:
@@ -264,7 +285,7 @@ class KafkaSettings(BaseModel):
         return self.security_protocol != "PLAINTEXT"
 
 
-class IngestSettings(RoleSettings):
+class IngestSettings(StoreWriterSettings):
     """``sessionq ingest``: index log files into one data directory."""
 
     command: ClassVar[str] = "ingest"
@@ -321,7 +342,7 @@ def parse_duration(value: object) -> object:
     return value
 
 
-class IndexerSettings(ServiceSettings):
+class IndexerSettings(ServiceSettings, StoreWriterSettings):
     """The indexer role: consume the events topic into one data directory."""
 
     command: ClassVar[str] = "indexer"

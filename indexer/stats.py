@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from indexer.model.header import DSH_AGENT
-from indexer.store.data_dir import index_path, sqlite_path
-from indexer.store.sqlite_tables import connect
+from indexer.store.layout import index_path, sqlite_path
+from indexer.store.tables.connection import connect
 from indexer.store.tantivy import TantivyIndex
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from indexer.model.records import EventsRecord, HeaderRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from tests.data_paths import CORPUS_DIR
 
 # The Kafka fixtures (one broker per session) for every directory that needs a broker.

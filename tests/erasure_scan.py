@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from indexer.store.data_dir import sqlite_path
+from indexer.store.layout import sqlite_path
 
 MARKER_ALPHABET = "QXZJKVWY"
 MIN_VALUE_BYTES = 32

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from indexer.store.sqlite_tables import SqliteTables
+from indexer.store.tables.sqlite_tables import SqliteTables
+from indexer.store.tables.transaction import Transaction
 
 
 @dataclass
@@ -123,9 +124,9 @@ def docs_of(session_id: str, seq: int | None = None) -> Callable[..., bool]:
     return match
 
 
-def in_transaction(tables: SqliteTables, *_a: Any, **_k: Any) -> bool:
-    """``SqliteTables.commit`` of an open batch (not a no-op commit)."""
-    return bool(tables._in_tx)
+def in_transaction(tx: Transaction, *_a: Any, **_k: Any) -> bool:
+    """``Transaction.commit`` of an open transaction (not a no-op commit)."""
+    return tx.open
 
 
 # ---- SQLite ending the transaction on its own ----

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from indexer.store.blocks import Codec
-from indexer.store.data_dir import index_path, sqlite_path
-from indexer.store.event_blocks import EventBlocks
-from indexer.store.sqlite_tables import connect
+from indexer.store.blocks.format import Codec
+from indexer.store.blocks.table import EventBlocks
+from indexer.store.layout import index_path, sqlite_path
+from indexer.store.tables.connection import connect
 from indexer.store.tantivy import TantivyIndex
 from tests.indexer.tantivy_helpers import dump_docs
 

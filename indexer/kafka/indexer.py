@@ -5,9 +5,9 @@ the record path (``Store.apply``; a record that cannot be parsed or applied is r
 back and queued to the DLQ with its reason and source coordinates; its partition keeps
 flowing) -> when N records or T ms have passed, wait for the DLQ acknowledgements, then
 commit the store with the next offsets (Tantivy, then one SQLite transaction holding
-rows + offsets; see ``indexer.store.checkpoint``). When the batch is lost (a failed commit, or
-SQLite ended the transaction itself) the source seeks back to the stored offsets and
-the batch is replayed after a back-off, so nothing is lost and nothing is applied twice
+rows + offsets; see ``indexer.store.records.checkpoint``). When the batch is lost (a
+failed commit, or SQLite ended the transaction itself) the source seeks back to the stored
+offsets and the batch is replayed after a back-off, so nothing is lost and nothing is applied twice
 in effect. A record that failed because the disk is full is not the record's fault: it
 is not dead-lettered, the batch is replayed like a lost one. While batches keep failing
 the indexer reports not ready (``caught_up``; the cause is in ``readiness_notes``, one
@@ -20,7 +20,7 @@ stopping it.
 Between batches (after a commit, or idle): with ``--retain-days`` the retention check
 publishes delete records for expired sessions to the events topic (they come back and
 are applied like any record, on every replica), then a due purge pass runs
-(``indexer.store.purge``: erased bytes out of the data dir's files).
+(``indexer.store.maintenance.purge``: erased bytes out of the data dir's files).
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ from indexer.metrics import Metrics
 from indexer.model.records import DeleteRecord, decode_record, encode_record
 from indexer.settings import IndexerSettings
 from indexer.snapshot.schedule import SnapshotSchedule
-from indexer.store.data_dir import Store
 from indexer.store.failure import describe, is_disk_full
-from indexer.store.purge import PurgeReport
-from indexer.store.retention import Retention
+from indexer.store.maintenance.purge import PurgeReport
+from indexer.store.maintenance.retention import Retention
+from indexer.store.records.store import Store
 
 log = logging.getLogger("sessionq.indexer")
 LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
@@ -78,7 +78,7 @@ class Indexer:
         self.kafka = kafka
         self.metrics = metrics if metrics is not None else Metrics("indexer")
         self.counters = IndexerCounters()
-        self.store = Store(settings.data, on_purge=self._purged)
+        self.store = Store(settings.data, on_purge=self._purged, failpoints=settings.failpoints)
         self.source = EventsSource(kafka, kafka.events_topic)
         self.dlq = Producer(kafka, client_id="sessionq-indexer-dlq", max_request_size=DLQ_MAX_BYTES)
         # --retain-days: expired sessions leave as delete records on the events topic.
@@ -184,8 +184,8 @@ class Indexer:
 
     async def expire(self) -> int:
         """Publish a delete record for each session past ``--retain-days``
-        (``indexer.store.retention``; at most one bounded check's worth) and wait for the
-        acknowledgements. The deletes come back through the topic like any other record,
+        (``indexer.store.maintenance.retention``; at most one bounded check's worth) and wait
+        for the acknowledgements. The deletes come back through the topic like any other record,
         here and on every other replica. A failed send is logged; the next check resends."""
         if self.retention is None or self.deletes is None:
             return 0
@@ -368,11 +368,8 @@ class Indexer:
             return True
         if all(v == 0 for v in (await self.lag()).values()) and not self._offsets:
             try:
-                self.store.tables.begin()
-                self.store.tables.mark_caught_up(time.time())
-                self.store.tables.commit()
+                self.store.mark_caught_up(time.time())
             except sqlite3.Error as exc:
-                self.store.tables.rollback()
                 self._fail(describe(exc))
                 return False
             self._caught_up = True

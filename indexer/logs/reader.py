@@ -125,7 +125,7 @@ class PackedLog:
 def read_log_packed(path: Path | str, *, expected_id: str | None = None) -> PackedLog:
     """``read_log`` without expanding chunk rows: the same checks and the same errors,
     without hundreds of member objects per row (ingest: blocks store a run as the row
-    does, ``indexer.store.packed_blocks``)."""
+    does, ``indexer.store.blocks.packed``)."""
     return _read(Path(path), expected_id, packed=True)
 
 

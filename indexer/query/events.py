@@ -18,7 +18,7 @@ from indexer.model import SessionEvent, SessionHeader
 from indexer.model.header import is_safe_int
 from indexer.model.search import Surface
 from indexer.query.types import EventRecord, EventTrace, EventWindow
-from indexer.store.event_blocks import EventBlocks
+from indexer.store.blocks.table import EventBlocks
 
 
 class EventShapeError(SessionqError):

@@ -3,9 +3,9 @@
 Reads only: each thread gets its own read-only SQLite connection (WAL readers never
 block the indexer), and the Tantivy reader reloads to the newest commit before a search.
 A connection is only kept once the data dir has this release's store schema: while the
-indexer migrates an older dir (``indexer.store.migrate``), calls fail with a clear
+indexer migrates an older dir (``indexer.store.tables.migrate``), calls fail with a clear
 SESSION_QUERY_PERSISTENCE_FAILED instead of reading half-known tables; so do they while the
-index of a dir has another format than this release's (``indexer.store.index_format``).
+index of a dir has another format than this release's (``indexer.store.maintenance.index_format``).
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from indexer.query.types import (
     SessionTrace,
     TitleObservation,
 )
-from indexer.store.blocks import Codec
-from indexer.store.data_dir import index_path, sqlite_path
-from indexer.store.event_blocks import EventBlocks
-from indexer.store.index_format import check_index_format
-from indexer.store.schema import SCHEMA_VERSION, stored_version
-from indexer.store.sqlite_tables import connect
+from indexer.store.blocks.format import Codec
+from indexer.store.blocks.table import EventBlocks
+from indexer.store.layout import index_path, sqlite_path
+from indexer.store.maintenance.index_format import check_index_format
+from indexer.store.tables.connection import connect
+from indexer.store.tables.schema import SCHEMA_VERSION, stored_version
 from indexer.store.tantivy import TantivyIndex
 
 

@@ -33,9 +33,10 @@ from typing import Any, Final
 import orjson
 
 from indexer.snapshot.errors import SnapshotError
-from indexer.store.checkpoint import COMMIT_LOCK_NAME, CommitLock
-from indexer.store.data_dir import index_path, sqlite_path
-from indexer.store.sqlite_tables import CAUGHT_UP_KEY, connect
+from indexer.store.layout import COMMIT_LOCK_NAME, index_path, sqlite_path
+from indexer.store.locks import CommitLock
+from indexer.store.tables.connection import connect
+from indexer.store.tables.sqlite_tables import CAUGHT_UP_KEY
 
 log = logging.getLogger("sessionq.snapshot")
 

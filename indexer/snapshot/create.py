@@ -34,7 +34,7 @@ from indexer.snapshot.manifest import (
     sessionq_version,
 )
 from indexer.snapshot.stores import SnapshotStore
-from indexer.store.data_dir import sqlite_path
+from indexer.store.layout import sqlite_path
 
 log = logging.getLogger("sessionq.snapshot")
 INCOMPLETE_GRACE: Final = timedelta(days=1)

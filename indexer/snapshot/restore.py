@@ -37,7 +37,7 @@ from indexer.snapshot.errors import (
 )
 from indexer.snapshot.manifest import MANIFEST_NAME, HashingWriter, Manifest
 from indexer.snapshot.stores import FileMissingError, SnapshotStore
-from indexer.store.sqlite_tables import SCHEMA_VERSION
+from indexer.store.tables.schema import SCHEMA_VERSION
 
 MARKER: Final = f"{RESTORE_PREFIX}-incomplete"
 NOT_DATA: Final = frozenset({"lost+found"})  # a fresh ext4 volume's root has one

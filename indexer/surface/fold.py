@@ -125,7 +125,6 @@ class SurfaceFold:
         self.next_seq = seq + 1
         return FoldStep(seq, "replace", shadowed, start, end, sources)
 
-
     def skip_log_only(self, seq: int, count: int) -> None:
         """Fold ``count`` consecutive log-only events from ``seq`` that carry neither
         ``surfaceOp`` nor ``sourceEventSeqs`` (a packed chunk row's members): the steps

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import indexer.kafka.indexer as indexer_module
-import indexer.store.sqlite_tables as sqlite_tables
+import indexer.store.tables.sqlite_tables as sqlite_tables
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
 from indexer.store.failure import describe, is_disk_full

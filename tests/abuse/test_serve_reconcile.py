@@ -10,7 +10,7 @@ from typing import Any
 
 from indexer.ingest import ingest_files
 from indexer.stats import store_stats
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from tests.builders import assistant, header, plain, user
 from worker.devtools.demo_corpus.layout import session_path
 from worker.http.embedded import Embedded

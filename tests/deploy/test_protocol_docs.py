@@ -31,7 +31,7 @@ from indexer.model.header import SessionHeader
 from indexer.model.records import decode_record
 from indexer.query.service import StoreQueryService
 from indexer.settings import DLQ_TOPIC, EVENTS_TOPIC, REPLIES_TOPIC, REQUESTS_TOPIC
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from worker.contract.envelopes import (
     CancelRequest,
     EnvelopeError,

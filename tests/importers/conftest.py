@@ -12,7 +12,7 @@ import pytest
 from indexer.ingest import IngestSummary, ingest_files
 from indexer.logs.importers import discover_sources
 from indexer.query.service import StoreQueryService
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from tests.data_paths import CLAUDE_CODE_DIR, CODEX_DIR
 from worker.pipeline import Pipeline
 from worker.tools.access import Caller

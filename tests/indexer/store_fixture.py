@@ -30,7 +30,7 @@ from indexer.logs.reader import read_log
 from indexer.model.records import EventsRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from tests.builders import plain, user
 from tests.data_paths import CORPUS_DIR, DATA_DIR
 from worker.pipeline import Pipeline

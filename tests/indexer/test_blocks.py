@@ -1,4 +1,4 @@
-"""The compact event store (``indexer.store.blocks``, ``event_blocks``): byte-exact round
+"""The compact event store (``indexer.store.blocks.format``, ``event_blocks``): byte-exact round
 trips of every real log, bounded blocks, appends that rewrite only the open block, exact
 reads that decompress one block, deletes that leave no block behind, and dirs that stay
 readable without the shipped dictionary."""
@@ -20,9 +20,8 @@ from indexer.logs.reader import LogRejectedError, read_log
 from indexer.logs.roots import discover
 from indexer.model.records import DeleteRecord, EventsRecord, HeaderRecord
 from indexer.query.service import StoreQueryService
-from indexer.store import blocks as block_format
-from indexer.store import schema
-from indexer.store.blocks import (
+from indexer.store.blocks import format as block_format
+from indexer.store.blocks.format import (
     BLOCK_BYTES,
     BLOCK_EVENTS,
     Codec,
@@ -31,8 +30,10 @@ from indexer.store.blocks import (
     encode,
     split_blocks,
 )
-from indexer.store.data_dir import Store, sqlite_path
-from indexer.store.schema import decode_surface, encode_surface, source_runs
+from indexer.store.layout import sqlite_path
+from indexer.store.records.store import Store
+from indexer.store.tables import schema
+from indexer.store.tables.schema import decode_surface, encode_surface, source_runs
 from tests.builders import header, plain, user
 from tests.data_paths import CORPUS_DIR
 from tests.snapshots import snapshot

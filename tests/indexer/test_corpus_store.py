@@ -20,7 +20,7 @@ from indexer.model.search import (
     TypeFilter,
 )
 from indexer.query.service import StoreQueryService
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 
 COMPACTED = {
     "4d8b12e4-980a-5187-a39c-13f2d3db8cca": (5, 17),

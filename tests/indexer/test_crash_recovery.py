@@ -19,11 +19,11 @@ import pytest
 
 from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
-from indexer.store.checkpoint import FAILPOINT_ENV
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from tests.snapshots import snapshot
 
 REPO = Path(__file__).resolve().parents[2]
+FAILPOINT_ENV = "SESSIONQ_FAILPOINT"  # the explicit test setting (indexer.failpoints)
 COMMIT_EVERY = 97
 
 

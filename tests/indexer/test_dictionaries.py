@@ -1,4 +1,4 @@
-"""A data dir's own zstd dictionary (``indexer.store.dictionaries``): trained once the dir
+"""A data dir's own zstd dictionary (``indexer.store.blocks.dictionaries``): trained once the dir
 holds the threshold of raw events, every block recompressed with it and read back byte
 for byte, kept by a reopened dir and by snapshots; a dir left with blocks under several
 dictionaries (a failed recompression) reads and finishes later; deleting a session the
@@ -26,12 +26,13 @@ from indexer.query.service import StoreQueryService
 from indexer.snapshot.create import create_snapshot
 from indexer.snapshot.restore import restore_snapshot
 from indexer.snapshot.stores import DirectoryStore
-from indexer.store import blocks as block_format
-from indexer.store import dictionaries
-from indexer.store.blocks import Codec, dictionary_id, shipped_dictionary
-from indexer.store.data_dir import Store, sqlite_path
-from indexer.store.event_blocks import EventBlocks, MissingDictionaryError
-from indexer.store.sqlite_tables import PAGE_SIZE, connect
+from indexer.store.blocks import dictionaries
+from indexer.store.blocks import format as block_format
+from indexer.store.blocks.format import Codec, dictionary_id, shipped_dictionary
+from indexer.store.blocks.table import EventBlocks, MissingDictionaryError
+from indexer.store.layout import sqlite_path
+from indexer.store.records.store import Store
+from indexer.store.tables.connection import PAGE_SIZE, connect
 from tests.builders import header
 from tests.data_paths import CORPUS_DIR
 from tests.erasure_scan import cell_values, marker, scan, unique_fragments
@@ -78,7 +79,7 @@ def untrained_rows(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Any, 
     data = tmp_path_factory.mktemp("untrained") / "data"
     store = Store(data)
     try:
-        store.tables.dictionaries._train_at = 2**62
+        store.dictionaries._train_at = 2**62
         ingest_files(store, discover([CORPUS_DIR]))
     finally:
         store.close()
@@ -136,7 +137,7 @@ def test_the_trained_dictionary_compresses_smaller(
         store = Store(data)
         try:
             if not train:
-                store.tables.dictionaries._train_at = 2**62
+                store.dictionaries._train_at = 2**62
             ingest_files(store, discover([CORPUS_DIR]))
         finally:
             store.close()
@@ -351,11 +352,12 @@ import sys
 from pathlib import Path
 from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
-from indexer.store import dictionaries
-from indexer.store.data_dir import Store
+from indexer.failpoints import FailPoints
+from indexer.store.blocks import dictionaries
+from indexer.store.records.store import Store
 dictionaries.TRAIN_AT_BYTES = int(sys.argv[3])
 dictionaries.RECOMPRESS_RUN = 16
-store = Store(Path(sys.argv[2]))
+store = Store(Path(sys.argv[2]), failpoints=FailPoints.parse(sys.argv[4]))
 ingest_files(store, discover([Path(sys.argv[1])]))
 """
 
@@ -364,11 +366,17 @@ def test_a_crash_in_the_middle_of_the_recompression_leaves_a_readable_dir(
     tmp_path: Path, untrained_rows: list[tuple[Any, ...]]
 ) -> None:
     data = tmp_path / "data"
-    env = {k: v for k, v in os.environ.items() if k != dictionaries.FAILPOINT_ENV}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-    env[dictionaries.FAILPOINT_ENV] = f"{dictionaries.MIDWAY}:3"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run(
-        [sys.executable, "-c", _CRASHING_INGEST, str(CORPUS_DIR), str(data), str(THRESHOLD)],
+        [
+            sys.executable,
+            "-c",
+            _CRASHING_INGEST,
+            str(CORPUS_DIR),
+            str(data),
+            str(THRESHOLD),
+            "recompress-midway:3",
+        ],
         env=env,
         capture_output=True,
         timeout=300,

@@ -24,8 +24,9 @@ from indexer.ingest import IngestSummary, ingest_files
 from indexer.ingest_parallel import MIN_FILES, Outcome, PoolStats, _finished, prepare
 from indexer.logs.importers.detect import LogSource, discover_sources
 from indexer.query.service import StoreQueryService
-from indexer.store.blocks import Codec
-from indexer.store.data_dir import Store, index_path, sqlite_path
+from indexer.store.blocks.format import Codec
+from indexer.store.layout import index_path, sqlite_path
+from indexer.store.records.store import Store
 from indexer.store.tantivy.schema import stored_text
 from tests.data_paths import CLAUDE_CODE_DIR, CODEX_DIR, CORPUS_DIR
 

@@ -12,10 +12,10 @@ import pytest
 
 from indexer.logs.reader import LogRejectedError, read_log, read_log_packed
 from indexer.model import SessionEvent
-from indexer.store.blocks import BLOCK_EVENTS, Codec, decode
-from indexer.store.event_blocks import block_rows
-from indexer.store.packed_blocks import packed_block_rows
-from indexer.store.plan import plan_events, plan_packed
+from indexer.store.blocks.format import BLOCK_EVENTS, Codec, decode
+from indexer.store.blocks.packed import packed_block_rows
+from indexer.store.blocks.table import block_rows
+from indexer.store.records.plan import plan_events, plan_packed
 
 PLAN_FIELDS = (
     "first_seq",

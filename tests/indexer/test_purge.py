@@ -1,4 +1,4 @@
-"""Physical purge (``indexer.store.purge``): after the commit that deletes a session, no
+"""Physical purge (``indexer.store.maintenance.purge``): after the commit that deletes a session, no
 file of the data dir holds its text or its stored bytes, while a session that stays is
 found by the same scan; without the purge the scan does find the deleted text."""
 
@@ -14,8 +14,9 @@ import pytest
 from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.model.records import DeleteRecord, EventsRecord, HeaderRecord
-from indexer.store.data_dir import Store, index_path
-from indexer.store.purge import PENDING_KEY, Segment, dirty_segments, read_segments
+from indexer.store.layout import index_path
+from indexer.store.maintenance.purge import PENDING_KEY, Segment, dirty_segments, read_segments
+from indexer.store.records.store import Store
 from tests.builders import BASE_TIME, assistant, header, plain, user
 from tests.data_paths import CORPUS_DIR
 from tests.erasure_scan import cell_values, marker, scan, unique_fragments

@@ -40,8 +40,11 @@ from indexer.logs.reader import read_log
 from indexer.model.records import EventsRecord, EventStreamRecord, HeaderRecord
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
-from indexer.store.data_dir import Store, sqlite_path
-from indexer.store.sqlite_tables import SqliteTables, connect
+from indexer.store.layout import sqlite_path
+from indexer.store.records.store import Store
+from indexer.store.tables.connection import connect
+from indexer.store.tables.sqlite_tables import SqliteTables
+from indexer.store.tables.transaction import Transaction
 from indexer.store.tantivy import TantivyIndex
 from tests.builders import assistant, header, plain, user
 from tests.conftest import SessionSpec, build_store
@@ -363,7 +366,7 @@ def _fail_commit(monkeypatch: pytest.MonkeyPatch, store: Store, step: str) -> Ca
     if step == "sqlite-commit":
         inj = inject(
             monkeypatch,
-            SqliteTables,
+            Transaction,
             "commit",
             lambda: sqlite3.OperationalError(DISK_IO),
             when=in_transaction,
@@ -422,9 +425,7 @@ def test_a_failed_commit_loses_the_whole_batch_and_a_replay_converges(
         store.commit({("events", 0): 6})
     finally:
         store.close()
-    expected = reference(
-        tmp_path, step, [(A, [*A_EVENTS, *A_MORE]), (B, B_EVENTS), (C, C_EVENTS)]
-    )
+    expected = reference(tmp_path, step, [(A, [*A_EVENTS, *A_MORE]), (B, B_EVENTS), (C, C_EVENTS)])
     expected["offsets"] = [("events", 0, 6)]
     assert snapshot(data) == expected
     assert found(data, "bluebird") == {"bad-b"} and found(data, "zulu") == {"ok-a"}
@@ -476,6 +477,7 @@ def test_a_lost_transaction_aborts_the_batch_without_a_masking_error(
             )
             proxy = _RollbackToFails(store.tables.conn)
             monkeypatch.setattr(store.tables, "conn", proxy)
+            monkeypatch.setattr(store.tables.tx, "conn", proxy)
             fired = lambda: min(inj.fired, proxy.fired)  # noqa: E731
             cause = f"{DISK_IO} (rollback failed: {DISK_IO})"
         # C applies within the batch, then B loses the whole transaction.
@@ -488,7 +490,7 @@ def test_a_lost_transaction_aborts_the_batch_without_a_masking_error(
         assert err.value.message == f"the open batch was lost: {cause}"
         for e in error_chain(err.value):
             assert "no transaction is active" not in str(e), "a rollback error masks the cause"
-        assert not store.tables.conn.in_transaction and not store.tables._in_tx
+        assert not store.tables.conn.in_transaction and not store.tables.tx.open
         assert store.index.mark() == 0, "the lost batch's staged documents survived"
         monkeypatch.undo()
         # The store goes on: the next batch commits, and holds nothing of the lost one.
@@ -599,7 +601,7 @@ def test_ingest_reports_a_lost_batch_and_stores_the_later_batches(
     else:
         exc = lambda: sqlite3.OperationalError(DISK_IO)  # noqa: E731
         injection = inject(
-            monkeypatch, SqliteTables, "commit", exc, when=in_transaction, skip=1, times=1
+            monkeypatch, Transaction, "commit", exc, when=in_transaction, skip=1, times=1
         )
         cause = f"OperationalError: {DISK_IO}"
 
@@ -653,7 +655,7 @@ def test_ingest_a_lost_batch_leaves_no_searchable_documents_of_its_files(
     write_log(path, head, [*events, user(3, "zebra grown later")])
     injection = inject(
         monkeypatch,
-        SqliteTables,
+        Transaction,
         "commit",
         lambda: sqlite3.OperationalError(DISK_IO),
         when=in_transaction,

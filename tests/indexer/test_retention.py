@@ -1,4 +1,4 @@
-"""Retention selection (``indexer.store.retention``): which sessions are past
+"""Retention selection (``indexer.store.maintenance.retention``): which sessions are past
 ``--retain-days``, oldest first, bounded, and asked for once until the resend delay."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from indexer.model.records import EventsRecord, HeaderRecord
-from indexer.store.data_dir import Store
-from indexer.store.retention import DAY_MS, Retention
+from indexer.store.maintenance.retention import DAY_MS, Retention
+from indexer.store.records.store import Store
 from tests.builders import header, user
 
 NOW_S = 1_800_000_000.0  # 2027-01-15

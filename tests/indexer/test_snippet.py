@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.store.snippet import ELLIPSIS, MATCH_END, MATCH_START, make_snippet
+from indexer.store.tantivy.snippet import ELLIPSIS, MATCH_END, MATCH_START, make_snippet
 
 JS_WS = (
     "\u0009\u000a\u000b\u000c\u000d\u0020\u00a0\u1680\u2000\u2001\u2002\u2003\u2004"

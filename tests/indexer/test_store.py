@@ -18,7 +18,7 @@ from indexer.model.records import (
     decode_record,
 )
 from indexer.query.service import StoreQueryService
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from tests.builders import assistant, chunk, header, plain, user
 from tests.snapshots import snapshot
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -20,14 +19,15 @@ import pytest
 from indexer.errors import SessionQueryError
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
-from indexer.store import index_format
-from indexer.store import migrate as migration
-from indexer.store.blocks import dictionary_id, shipped_dictionary
-from indexer.store.data_dir import Store, sqlite_path
-from indexer.store.index_format import INDEX_FORMAT_KEY
-from indexer.store.schema import SCHEMA_VERSION
+from indexer.store.blocks.format import dictionary_id, shipped_dictionary
+from indexer.store.layout import sqlite_path
+from indexer.store.maintenance import index_format
+from indexer.store.maintenance.index_format import INDEX_FORMAT_KEY
+from indexer.store.records.store import Store
+from indexer.store.records.writer import StoreWriter
+from indexer.store.tables import migrate as migration
+from indexer.store.tables.schema import SCHEMA_VERSION
 from indexer.store.tantivy.schema import INDEX_FORMAT
-from indexer.store.writer import StoreWriter
 from tests.data_paths import REPO_ROOT
 from tests.indexer.store_fixture import FIXTURE_DATA, FIXTURE_OUTPUTS, build, outputs
 from tests.injection import inject
@@ -149,13 +149,13 @@ def test_a_failing_migration_leaves_the_version_1_dir_as_it_was(
 
 def test_a_migration_killed_halfway_restarts_from_the_old_tables(tmp_path: Path) -> None:
     data = _fixture_copy(tmp_path)
-    env = {**os.environ, migration.FAILPOINT_ENV: f"{migration.HALFWAY}:1"}
     code = (
-        "import sys; from pathlib import Path; from indexer.store.data_dir import Store; "
-        "Store(Path(sys.argv[1]))"
+        "import sys; from pathlib import Path; from indexer.failpoints import FailPoints; "
+        "from indexer.store.records.store import Store; "
+        "Store(Path(sys.argv[1]), failpoints=FailPoints.parse(sys.argv[2]))"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(data)], cwd=REPO_ROOT, env=env, check=False
+        [sys.executable, "-c", code, str(data), "migrate-halfway:1"], cwd=REPO_ROOT, check=False
     )
     assert proc.returncode == 137  # died inside the migration transaction
     assert _meta(data)["schema_version"] == "1"

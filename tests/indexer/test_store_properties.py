@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from indexer.errors import RecordRejectedError
 from indexer.model.records import DeleteRecord, EventsRecord, HeaderRecord
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from tests.builders import assistant, chunk, header, plain, user
 from tests.snapshots import snapshot
 

@@ -26,7 +26,6 @@ from indexer.model.search import (
     TimeFilter,
     TypeFilter,
 )
-from indexer.store.snippet import MATCH_END, MATCH_START
 from indexer.store.tantivy import (
     IndexDoc,
     TantivyIndex,
@@ -35,6 +34,7 @@ from indexer.store.tantivy import (
     mark_first_occurrence,
 )
 from indexer.store.tantivy.analyzer import ANALYZER
+from indexer.store.tantivy.snippet import MATCH_END, MATCH_START
 from tests.indexer.tantivy_helpers import (
     delete_event,
     dump_docs,
@@ -463,7 +463,6 @@ def test_upsert_is_idempotent_and_replaces(index: TantivyIndex) -> None:
     assert hits[0].surface == "shadowed"
 
 
-
 def test_whole_session_upsert_replaces_every_document_of_the_session(tmp_path: Path) -> None:
     """``upsert(docs, session=s)``: one delete of the session, then plain adds — a
     leftover document of ``s`` (committed by an earlier writer) goes, other sessions stay,
@@ -487,6 +486,7 @@ def test_whole_session_upsert_replaces_every_document_of_the_session(tmp_path: P
         assert [(h.session_id, h.seq) for h in hits] == [("s", 2), ("t", 0)]
     finally:
         writer.close()
+
 
 def test_delete_event_and_session(index: TantivyIndex) -> None:
     put(index, doc("s", 0, "needle"), doc("s", 1, "needle"), doc("t", 0, "needle"))

@@ -27,7 +27,8 @@ from indexer.kafka.indexer import Indexer
 from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
 from indexer.settings import IndexerSettings, KafkaSettings
-from indexer.store.data_dir import Store, sqlite_path
+from indexer.store.layout import sqlite_path
+from indexer.store.records.store import Store
 from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
 from tests.kafka.waiting import wait_until
 from worker.contract.envelopes import Reply, reply_for

@@ -14,7 +14,7 @@ import pytest
 
 from indexer.model.records import decode_record
 from indexer.query.service import StoreQueryService
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from tests.builders import assistant, header, plain, user
 from tests.kafka.fixtures import TopicFactory, UniqueName
 from tests.kafka.harness import (

@@ -20,7 +20,8 @@ import pytest
 from indexer.kafka.indexer import Indexer
 from indexer.model.records import EventsRecord, HeaderRecord
 from indexer.settings import IndexerSettings, KafkaSettings
-from indexer.store.data_dir import Store, sqlite_path
+from indexer.store.layout import sqlite_path
+from indexer.store.records.store import Store
 from tests.builders import header, user
 from tests.erasure_scan import marker, scan
 from tests.kafka.fixtures import TopicFactory

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from indexer.model.records import decode_record
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from tests.kafka.fixtures import TopicFactory
 from tests.kafka.harness import (
     caught_up,

@@ -22,7 +22,7 @@ from aiokafka.structs import RecordMetadata
 
 import indexer.kafka.indexer as indexer_module
 import indexer.store.tantivy.index as index_module
-from indexer.store.sqlite_tables import SqliteTables
+from indexer.store.tables.sqlite_tables import SqliteTables
 from indexer.store.tantivy import TantivyIndex
 from tests.builders import assistant, header, plain, user
 from tests.conftest import SessionSpec, build_store

@@ -24,8 +24,9 @@ import indexer.store.tantivy.index as index_module
 from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.stats import store_stats
-from indexer.store.data_dir import Store
-from indexer.store.sqlite_tables import SqliteTables
+from indexer.store.records.store import Store
+from indexer.store.tables.sqlite_tables import SqliteTables
+from indexer.store.tables.transaction import Transaction
 from indexer.store.tantivy import TantivyIndex
 from tests.builders import assistant, header, plain, user
 from tests.injection import (
@@ -242,7 +243,7 @@ def _fail_commit(mp: pytest.MonkeyPatch, step: str) -> Injection:
         return inject(mp, TantivyIndex, "commit", lambda: OSError(NO_SPACE))
     assert step == "sqlite-commit"
     return inject(
-        mp, SqliteTables, "commit", lambda: sqlite3.OperationalError(DISK_IO), when=in_transaction
+        mp, Transaction, "commit", lambda: sqlite3.OperationalError(DISK_IO), when=in_transaction
     )
 
 

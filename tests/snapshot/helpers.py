@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer.model.records import EventsRecord, HeaderRecord
-from indexer.store.data_dir import Store, index_path, sqlite_path
-from indexer.store.sqlite_tables import connect
+from indexer.store.layout import index_path, sqlite_path
+from indexer.store.records.store import Store
+from indexer.store.tables.connection import connect
 from indexer.store.tantivy import TantivyIndex
 from tests.builders import header, user
 from tests.indexer.tantivy_helpers import dump_docs

@@ -21,8 +21,8 @@ from indexer.snapshot.errors import (
 from indexer.snapshot.manifest import MANIFEST_NAME, new_name
 from indexer.snapshot.restore import MARKER, restore_snapshot
 from indexer.snapshot.stores import DirectoryStore
-from indexer.store.data_dir import Store
-from indexer.store.sqlite_tables import CAUGHT_UP_KEY
+from indexer.store.records.store import Store
+from indexer.store.tables.sqlite_tables import CAUGHT_UP_KEY
 from tests.snapshot.conftest import corrupt
 from tests.snapshot.helpers import TOPIC, add_sessions, build, view
 from tests.snapshots import snapshot
@@ -31,9 +31,7 @@ from tests.snapshots import snapshot
 def _mark_caught_up(data: Path) -> None:
     store = Store(data)
     try:
-        store.tables.begin()
-        store.tables.mark_caught_up(1.0)
-        store.tables.commit()
+        store.mark_caught_up(1.0)
     finally:
         store.close()
 

@@ -37,7 +37,7 @@ import pytest
 from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
-from indexer.store.data_dir import Store
+from indexer.store.records.store import Store
 from worker.contract.outcome import ToolReply
 from worker.pipeline import Pipeline
 from worker.tools.access import Caller
@@ -480,9 +480,7 @@ def render(reply: ToolReply) -> str:
 
 
 @pytest.fixture(scope="module")
-def corpus_tools(
-    corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Pipeline]:
+def corpus_tools(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     """The whole corpus ingested into a fresh data directory, behind the tools."""
     data_dir = tmp_path_factory.mktemp("golden-corpus")
     store = Store(data_dir)

@@ -78,7 +78,7 @@ def positive_int(value: str) -> int:
 
 
 def data_exists(command: str, data: Path) -> bool:
-    from indexer.store.data_dir import sqlite_path
+    from indexer.store.layout import sqlite_path
 
     if sqlite_path(data).exists():
         return True

@@ -48,8 +48,9 @@ def on_terminate(stop: Callable[[], Awaitable[None]]) -> None:
 async def wait_for_index(data: Path) -> None:
     """Block until this data dir's indexer has caught up once (a replica joins the worker
     group only with a complete index)."""
-    from indexer.store.data_dir import sqlite_path
-    from indexer.store.sqlite_tables import connect, indexer_caught_up
+    from indexer.store.layout import sqlite_path
+    from indexer.store.tables.connection import connect
+    from indexer.store.tables.sqlite_tables import indexer_caught_up
 
     print("waiting for the indexer to catch up...", file=sys.stderr, flush=True)
     while True:

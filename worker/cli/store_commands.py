@@ -30,7 +30,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from indexer.ingest import ingest_files
     from indexer.ingest_parallel import default_jobs
     from indexer.logs.importers.detect import discover_sources
-    from indexer.store.data_dir import Store
+    from indexer.store.records.store import Store
 
     settings = settings_from(IngestSettings, args)
     paths = [Path(p) for p in args.paths]
@@ -41,7 +41,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     files = discover_sources([p for p in paths if p.exists()], forced)
     if not files and missing:
         return EXIT_FAILED
-    store = Store(settings.data)
+    store = Store(settings.data, failpoints=settings.failpoints)
     bar = None
     if sys.stderr.isatty() and files:
         from tqdm import tqdm

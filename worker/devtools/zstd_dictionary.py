@@ -2,7 +2,7 @@
 
 ``python -m worker.devtools.zstd_dictionary [PATH...] [--size BYTES] [--out FILE]``
 reads real session logs (default: the corpus in ``tests/data/dsh``), cuts each into the
-store's blocks with the store's own encoder (``indexer.store.blocks``), trains a
+store's blocks with the store's own encoder (``indexer.store.blocks.format``), trains a
 dictionary on those block payloads and prints how well it compresses logs it was not
 trained on (every fifth log is held out). Data dirs keep a copy of the dictionary their
 blocks use, so shipping a new one never makes an existing dir unreadable; new dirs use
@@ -26,7 +26,7 @@ import zstandard
 from indexer.logs.reader import LogRejectedError, read_log
 from indexer.logs.roots import discover
 from indexer.model.event import SURFACE_ELIGIBLE
-from indexer.store.blocks import LEVEL, StoredEvent, encode, split_blocks
+from indexer.store.blocks.format import LEVEL, StoredEvent, encode, split_blocks
 from indexer.surface.text import extract_text
 
 ROOT = Path(__file__).resolve().parents[2]

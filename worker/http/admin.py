@@ -3,7 +3,7 @@
 
 Both apply delete records through the record path (``Store.apply``) under the ingest
 lock, so they never interleave with a watcher batch, and commit at once: the commit runs
-the purge pass (``indexer.store.purge``) unless one ran less than its interval ago.
+the purge pass (``indexer.store.maintenance.purge``) unless one ran less than its interval ago.
 
 The endpoint needs ``serve`` to run with a bearer token (``--token-file``): the token
 guard of every ``/v1`` path then admits only callers holding it. Without a token it
@@ -32,9 +32,9 @@ from aiohttp import web
 from indexer.errors import BatchAbortedError, SessionqError
 from indexer.metrics import Metrics
 from indexer.model.records import DeleteRecord
-from indexer.store.data_dir import Store
-from indexer.store.purge import PurgeReport
-from indexer.store.retention import Retention
+from indexer.store.maintenance.purge import PurgeReport
+from indexer.store.maintenance.retention import Retention
+from indexer.store.records.store import Store
 
 log = logging.getLogger("sessionq.serve.admin")
 

@@ -53,9 +53,9 @@ from indexer.model.search import CwdFilter
 from indexer.query.service import StoreQueryService
 from indexer.query.types import SessionRecord
 from indexer.stats import store_stats
-from indexer.store.data_dir import Store
 from indexer.store.failure import describe
-from indexer.store.purge import PurgeReport
+from indexer.store.maintenance.purge import PurgeReport
+from indexer.store.records.store import Store
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken
 from worker.contract.envelopes import (

@@ -13,7 +13,7 @@ Modules, one concern each:
 * ``highlight``  the first phrase occurrence in stored text and the hit snippet.
 * ``index``      ``TantivyIndex``: open, reload, write, commit, search.
 
-Snippet text itself (markers, SPEC §7.8 windowing) is ``indexer.store.snippet``.
+Snippet text itself (markers, SPEC §7.8 windowing) is ``indexer.store.tantivy.snippet``.
 """
 
 from indexer.store.tantivy.analyzer import (

@@ -16,7 +16,7 @@ from typing import Final
 
 import tantivy
 
-from indexer.store.snippet import MATCH_END, MATCH_START
+from indexer.store.tantivy.snippet import MATCH_END, MATCH_START
 
 ANALYZER_NAME: Final = "sessionq"
 

@@ -14,9 +14,9 @@ from typing import Any, Final, cast
 import tantivy
 
 from indexer.model.search import EventHit, Surface
-from indexer.store.snippet import MATCH_END, MATCH_START, make_snippet
 from indexer.store.tantivy.analyzer import ANALYZER, without_surrogates
 from indexer.store.tantivy.schema import load_meta, stored_text
+from indexer.store.tantivy.snippet import MATCH_END, MATCH_START, make_snippet
 
 _WINDOW: Final = 4_096
 _WINDOW_GROWTH: Final = 4

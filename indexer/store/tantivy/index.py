@@ -66,7 +66,7 @@ class TantivyIndex:
     the writer lock; it sees the commit that was current at its latest ``reload()``. A
     reader of a directory without an index yet behaves as an empty index and opens it
     on a later ``reload()``; so does a reader whose index the writer rebuilt with another
-    schema (``indexer.store.index_format``): a ``meta.json`` of a new schema reopens it.
+    schema (``indexer.store.maintenance.index_format``): a ``meta.json`` of a new schema reopens it.
 
     Writes: ``upsert``/``delete_session`` build their documents at once (a document
     Tantivy refuses fails there, as ``IndexFailedError``) and stage them in order;
@@ -180,9 +180,10 @@ class TantivyIndex:
         if signature == self._meta_signature:
             return
         if not self.writable and _schema_of(signature) != _schema_of(self._meta_signature):
-            # The writer rebuilt the index (another format, ``indexer.store.index_format``):
-            # a new schema needs a new ``Index``. While the old one is gone and the new one
-            # not committed yet, the open snapshot goes on answering.
+            # The writer rebuilt the index (another format,
+            # ``indexer.store.maintenance.index_format``): a new schema needs a new
+            # ``Index``. While the old one is gone and the new one not committed yet, the
+            # open snapshot goes on answering.
             if signature is not None:
                 self._open_reader()
             return
@@ -320,7 +321,7 @@ class TantivyIndex:
         self._staged.clear()
         self._require_writer().rollback()
 
-    # ---- purge (indexer.store.purge) -------------------------------------------------------------
+    # ---- purge (indexer.store.maintenance.purge) ------------------------------------------------
     def settle(self) -> None:
         """Let running merges finish, then collect the files no commit refers to any more.
 

@@ -27,8 +27,8 @@ session's immutable header fields so that a search is one Tantivy query:
                  hit shows; the session's cwd, parent and creation come from its row.
 
 ``INDEX_FORMAT`` names this layout; the data dir records the format its index was built
-with (``indexer.store.index_format``), so a release with another layout rebuilds the index
-from the stored rows instead of misreading it.
+with (``indexer.store.maintenance.index_format``), so a release with another layout rebuilds
+the index from the stored rows instead of misreading it.
 
 Raw terms are tagged — ``v<value>``, or ``h<sha256>`` for a value too long to be a
 Tantivy term (the indexer silently drops longer tokens, which could then never match)

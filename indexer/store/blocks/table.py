@@ -1,4 +1,4 @@
-"""SQL over the compact event tables: ``blocks`` (raw events, ``indexer.store.blocks``),
+"""SQL over the compact event tables: ``blocks`` (raw events, ``indexer.store.blocks.format``),
 ``replaced`` (shadow marks) and ``dictionaries``.
 
 The writer (``SqliteTables``) and the readers (``indexer.query.events``) share this
@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from indexer.store.blocks import (
+from indexer.store.blocks.format import (
     LEVEL,
     NO_DICTIONARY,
     SEALED_LEVEL,
@@ -56,7 +56,7 @@ def _view(event: StoredEvent, replaced_by: int | None) -> EventView:
 class MissingDictionaryError(LookupError):
     """A block names a dictionary the dir does not hold. A reader sees this for a block
     row it read just before the writer recompressed it and deleted the old dictionary
-    (``indexer.store.dictionaries``): reading the row again finds the new one."""
+    (``indexer.store.blocks.dictionaries``): reading the row again finds the new one."""
 
 
 def _retrying(read: Callable[..., _T]) -> Callable[..., _T]:
@@ -76,9 +76,7 @@ BlockRow = tuple[int, int, int, bytes]
 """A block as stored: (first seq, last seq, dictionary id, compressed payload)."""
 
 
-def block_rows(
-    events: Sequence[StoredEvent], codec: Codec, did: int, level: int
-) -> list[BlockRow]:
+def block_rows(events: Sequence[StoredEvent], codec: Codec, did: int, level: int) -> list[BlockRow]:
     """``events`` (starting a new block) cut into blocks and compressed. Pure, so ingest
     workers build a new session's blocks off the writer process
     (``indexer.ingest_parallel``) exactly as ``EventBlocks.append`` would."""
@@ -110,7 +108,7 @@ class EventBlocks:
     def block_dictionary(self) -> tuple[int, bytes]:
         """(id, bytes) of the dictionary new blocks are compressed with, for code that
         compresses blocks elsewhere (worker processes). The id changes when the dir
-        trains its own dictionary (``indexer.store.dictionaries``); a dictionary that new
+        trains its own dictionary (``indexer.store.blocks.dictionaries``); a dictionary that new
         blocks no longer use stays in the dir while blocks use it, the shipped one always."""
         return self.dict_id, self.codec.data(self.dict_id)
 

@@ -16,42 +16,19 @@ from pathlib import Path
 
 import orjson
 
-from indexer.errors import PERSISTENCE_FAILED, SessionqError
-from indexer.store.blocks import StoredEvent
-from indexer.store.dictionaries import Dictionaries
-from indexer.store.event_blocks import BlockRow, EventBlocks, EventView
-from indexer.store.failure import describe
-from indexer.store.schema import (
-    SCHEMA_VERSION,
+from indexer.failpoints import DISARMED, FailPoints
+from indexer.store.blocks.format import StoredEvent
+from indexer.store.blocks.table import BlockRow, EventBlocks, EventView
+from indexer.store.tables.connection import connect
+from indexer.store.tables.schema import (
     decode_surface,
     encode_surface,
     load_codec,
     open_schema,
 )
+from indexer.store.tables.transaction import Transaction
 
-__all__ = ["SCHEMA_VERSION", "Savepoint", "SessionState", "SqliteTables", "connect"]
-
-
-PAGE_SIZE = 1024
-
-
-def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open the store database in WAL mode; ``readonly`` connections never write.
-
-    A new database gets ``PAGE_SIZE`` pages (it must be set before WAL mode writes the
-    first page; an existing file keeps its own). Small pages because most of the file is
-    compressed blocks of a few KiB: a blob's last overflow page is on average half
-    empty, which at 4 KiB pages wasted a sixth of the blocks table (bench/README.md)."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
-    conn.execute("PRAGMA busy_timeout = 30000")
-    if readonly:
-        conn.execute("PRAGMA query_only = ON")
-    else:
-        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA cache_size = -65536")
-    return conn
+__all__ = ["SessionState", "SqliteTables"]
 
 
 @dataclass(slots=True)
@@ -79,17 +56,17 @@ def indexer_caught_up(conn: sqlite3.Connection) -> bool:
 class SqliteTables:
     """Writer-side table access. Every method runs inside the open batch transaction."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, failpoints: FailPoints = DISARMED) -> None:
         self.path = path
         self.conn = connect(path)
-        # Freed cells and pages are zeroed as they are freed (indexer.store.purge).
+        # Freed cells and pages are zeroed as they are freed (indexer.store.maintenance.purge).
         self.conn.execute("PRAGMA secure_delete = ON")
-        self._in_tx = False
-        open_schema(self.conn)
+        open_schema(self.conn, failpoints)
         codec, did = load_codec(self.conn)
         self.blocks = EventBlocks(self.conn, codec, did)
         self._keys: dict[str, int] = {}
-        self.dictionaries = Dictionaries(self)
+        self.tx = Transaction(self.conn)
+        self.tx.on_rollback(self.forget_keys)
 
     def _key(self, session_id: str) -> int | None:
         key = self._keys.get(session_id)
@@ -112,33 +89,8 @@ class SqliteTables:
         """Drop cached session keys: a rollback may have removed the rows they named."""
         self._keys.clear()
 
-    # ---- transaction ---------------------------------------------------------------------------
-    def begin(self) -> None:
-        if not self._in_tx:
-            self.conn.execute("BEGIN IMMEDIATE")
-            self._in_tx = True
-
-    def commit(self) -> None:
-        if self._in_tx:
-            self.conn.execute("COMMIT")
-            self._in_tx = False
-
-    def rollback(self) -> None:
-        """Roll the batch back; a transaction SQLite already ended itself is not an error
-        (that would mask the error that ended it)."""
-        self.forget_keys()
-        if self._in_tx:
-            self._in_tx = False
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-
-    def forget_transaction(self) -> None:
-        """SQLite ended the transaction itself; the next write begins a new one."""
-        self.forget_keys()
-        self._in_tx = False
-
     def close(self) -> None:
-        self.rollback()
+        self.tx.rollback()
         self.conn.close()
 
     # ---- sessions ------------------------------------------------------------------------------
@@ -203,18 +155,18 @@ class SqliteTables:
     def set_held(self, session_id: str, reason: str) -> None:
         self.conn.execute("UPDATE sessions SET held = ? WHERE id = ?", (reason, session_id))
 
-    def delete_session(self, session_id: str) -> None:
+    def delete_session(self, session_id: str) -> int | None:
         """Every row of the session: its blocks, marks, links, replacements, watched source
-        and the session row."""
+        and the session row. Returns the session's key (None: it was not stored)."""
         key = self._key(session_id)
         if key is not None:
-            self.dictionaries.note_deleted(key)
             self.blocks.delete(key)
             for table in ("source_runs", "replacements"):
                 self.conn.execute(f"DELETE FROM {table} WHERE session_key = ?", (key,))
         self.conn.execute("DELETE FROM watched_sources WHERE session_id = ?", (session_id,))
         self.conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         self._keys.pop(session_id, None)
+        return key
 
     def set_watched_source(self, session_id: str, path: str) -> None:
         """The log file the embedded watcher applied this session from."""
@@ -293,7 +245,7 @@ class SqliteTables:
             (CAUGHT_UP_KEY, repr(when)),
         )
 
-    # ---- erasure (indexer.store.purge, indexer.store.retention) --------------------------------
+    # ---- erasure (indexer.store.maintenance: purge, retention) ---------------------------------
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
@@ -342,42 +294,3 @@ class SqliteTables:
             " ON CONFLICT(topic, partition) DO UPDATE SET next_offset = excluded.next_offset",
             [(t, p, o) for (t, p), o in offsets.items()],
         )
-
-
-class TransactionLostError(SessionqError):
-    """SQLite ended the batch transaction on its own (it does on a full disk or an I/O
-    error): the savepoint is gone and so is every row since the last commit."""
-
-    code = PERSISTENCE_FAILED
-
-
-class Savepoint:
-    """A nested, named rollback point inside the batch transaction."""
-
-    def __init__(self, tables: SqliteTables, name: str) -> None:
-        self.tables = tables
-        self.name = name
-
-    def __enter__(self) -> Savepoint:
-        self.tables.begin()
-        self.tables.conn.execute(f"SAVEPOINT {self.name}")
-        return self
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        conn = self.tables.conn
-        if exc_type is None:
-            conn.execute(f"RELEASE {self.name}")
-            return
-        self.tables.forget_keys()
-        cause = describe(exc, typed=False) if exc is not None else "lost"
-        if not conn.in_transaction:
-            self.tables.forget_transaction()
-            raise TransactionLostError(cause) from exc
-        try:
-            conn.execute(f"ROLLBACK TO {self.name}")
-            conn.execute(f"RELEASE {self.name}")
-        except sqlite3.Error as rollback_error:
-            self.tables.rollback()
-            raise TransactionLostError(
-                f"{cause} (rollback failed: {describe(rollback_error, typed=False)})"
-            ) from exc

@@ -23,8 +23,8 @@ from indexer.logs.chunks import PackedChunks
 from indexer.logs.reader import PackedLog
 from indexer.model import SessionEvent, SessionHeader
 from indexer.model.event import SURFACE_ELIGIBLE
-from indexer.store.blocks import StoredEvent
-from indexer.store.schema import source_runs
+from indexer.store.blocks.format import StoredEvent
+from indexer.store.tables.schema import source_runs
 from indexer.store.tantivy import IndexDoc
 from indexer.surface.fold import FoldStep, SurfaceFold
 from indexer.surface.text import extract_text

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from indexer.store.sqlite_tables import SqliteTables
+from indexer.store.tables.sqlite_tables import SqliteTables
 
 DAY_MS: Final = 24 * 3600 * 1000
 CHECK_LIMIT: Final = 500  # sessions one check deletes at most

@@ -36,9 +36,10 @@ from indexer.model.records import (
     HeaderRecord,
     LifecycleRecord,
 )
-from indexer.store.event_blocks import BlockRow
-from indexer.store.plan import FreshLog, WritePlan, index_doc, plan_events
-from indexer.store.sqlite_tables import SqliteTables
+from indexer.store.blocks.dictionaries import Dictionaries
+from indexer.store.blocks.table import BlockRow
+from indexer.store.records.plan import FreshLog, WritePlan, index_doc, plan_events
+from indexer.store.tables.sqlite_tables import SqliteTables
 from indexer.store.tantivy import IndexDoc, TantivyIndex
 from indexer.surface.fold import FoldedLog, FoldStep, FoldViolation, SurfaceFold
 from indexer.surface.text import extract_text
@@ -63,13 +64,15 @@ def _decode(raw: bytes) -> SessionEvent:
 class StoreWriter:
     """Applies event-stream records to the tables and the index (one writer per data dir)."""
 
-    def __init__(self, tables: SqliteTables, index: TantivyIndex) -> None:
+    def __init__(
+        self, tables: SqliteTables, index: TantivyIndex, dictionaries: Dictionaries
+    ) -> None:
         self.tables = tables
         self.index = index
+        self.dictionaries = dictionaries
 
     def apply(self, record: EventStreamRecord) -> Applied:
         """Validate then write one decoded record; raises ``RecordRejectedError``."""
-        self.tables.begin()
         if isinstance(record, HeaderRecord):
             try:
                 header = parse_header(record.header)
@@ -120,7 +123,6 @@ class StoreWriter:
     # ---- header, lifecycle, delete ------------------------------------------------------------
     def apply_header(self, header: SessionHeader) -> Applied:
         """New session, or a no-op re-delivery; conflicting immutable fields are rejected."""
-        self.tables.begin()
         state = self.tables.session_state(header.id)
         if state is not None:
             stored = SessionHeader.model_validate_json(state.header_json)
@@ -139,7 +141,6 @@ class StoreWriter:
         return Applied("header", header.id)
 
     def set_live(self, session_id: str, live: bool) -> Applied:
-        self.tables.begin()
         state = self.tables.session_state(session_id)
         if state is None:
             raise RecordRejectedError(f'session "{session_id}" has no header', UNKNOWN_SESSION)
@@ -150,10 +151,11 @@ class StoreWriter:
 
     def delete(self, session_id: str) -> Applied:
         """Remove every trace: rows, raw JSON, index documents. Deleting nothing is a no-op."""
-        self.tables.begin()
         if self.tables.session_state(session_id) is None:
             return Applied("delete", session_id, noop=True)
-        self.tables.delete_session(session_id)
+        key = self.tables.delete_session(session_id)
+        if key is not None:
+            self.dictionaries.note_deleted(key)
         self.index.delete_session(session_id)
         return Applied("delete", session_id)
 
@@ -172,7 +174,6 @@ class StoreWriter:
         the stored surface; (4) write rows, shadow marks, links, replacements, title and
         fold state; (5) upsert index documents for new events and re-classified ones.
         """
-        self.tables.begin()
         state = self.tables.session_state(session_id)
         if state is None:
             raise RecordRejectedError(f'session "{session_id}" has no header', UNKNOWN_SESSION)
@@ -237,7 +238,7 @@ class StoreWriter:
     def apply_plan(
         self, header: SessionHeader, plan: WritePlan, blocks: Sequence[BlockRow] | None = None
     ) -> Applied:
-        """Write a plan (``indexer.store.plan``). ``blocks``: the plan's rows already cut
+        """Write a plan (``indexer.store.records.plan``). ``blocks``: the plan's rows already cut
         and compressed into blocks (``indexer.store.event_blocks.block_rows``), for a
         session that holds no events yet."""
         sid = plan.session_id

@@ -14,8 +14,8 @@ embedded ``serve`` all apply through it, under one failure rule:
   ``BatchAbortedError`` when SQLite lost the whole transaction (e.g. a full disk) —
   then the whole batch is gone, as after a failed ``commit``.
 
-After a commit the dir may train its own zstd dictionary (``indexer.store.dictionaries``).
-A commit that follows an applied delete runs a purge pass (``indexer.store.purge``), so
+After a commit the dir may train its own zstd dictionary (``indexer.store.blocks.dictionaries``).
+A commit that follows an applied delete runs a purge pass (``indexer.store.maintenance.purge``), so
 the deleted session's bytes leave the files too; ``purge_if_due`` is the idle tick.
 
 What happens next is the caller's policy: the indexer dead-letters a failed record and
@@ -35,16 +35,20 @@ from indexer.errors import (
     RecordRejectedError,
     SessionqError,
 )
+from indexer.failpoints import DISARMED, FailPoints
 from indexer.logs.reader import SessionLog
 from indexer.model.records import EventStreamRecord, record_session_id
-from indexer.store.checkpoint import Checkpoint
+from indexer.store.blocks.dictionaries import Dictionaries
 from indexer.store.failure import describe
-from indexer.store.index_format import clear_stale_index, rebuild
-from indexer.store.plan import FreshLog
-from indexer.store.purge import MIN_INTERVAL_S, Purger, PurgeReport
-from indexer.store.sqlite_tables import Savepoint, SqliteTables, TransactionLostError
+from indexer.store.layout import index_path, sqlite_path
+from indexer.store.maintenance.index_format import clear_stale_index, rebuild
+from indexer.store.maintenance.purge import MIN_INTERVAL_S, Purger, PurgeReport
+from indexer.store.records.checkpoint import Checkpoint
+from indexer.store.records.plan import FreshLog
+from indexer.store.records.writer import Applied, StoreWriter
+from indexer.store.tables.sqlite_tables import SqliteTables
+from indexer.store.tables.transaction import Savepoint, TransactionLostError
 from indexer.store.tantivy import TantivyIndex
-from indexer.store.writer import Applied, StoreWriter
 
 log = logging.getLogger("sessionq.store")
 
@@ -53,18 +57,10 @@ def _session_of(unit: EventStreamRecord | SessionLog) -> str:
     return unit.header.id if isinstance(unit, SessionLog) else record_session_id(unit)
 
 
-def sqlite_path(data_dir: Path) -> Path:
-    return data_dir / "store.sqlite3"
-
-
-def index_path(data_dir: Path) -> Path:
-    return data_dir / "tantivy"
-
-
 class Store:
     """The writer side of a data directory. Opening a dir written by an older release
-    migrates its tables in place first (``indexer.store.migrate``), then rebuilds its
-    index if that has an older format (``indexer.store.index_format``)."""
+    migrates its tables in place first (``indexer.store.tables.migrate``), then rebuilds its
+    index if that has an older format (``indexer.store.maintenance.index_format``)."""
 
     def __init__(
         self,
@@ -74,24 +70,28 @@ class Store:
         threads: int = 1,
         purge_interval_s: float | None = MIN_INTERVAL_S,
         on_purge: Callable[[PurgeReport], None] | None = None,
+        failpoints: FailPoints = DISARMED,
     ) -> None:
         """``purge_interval_s``: the least time between two purge passes
-        (``indexer.store.purge``); None never purges."""
+        (``indexer.store.maintenance.purge``); None never purges. ``failpoints``: the
+        crash tests' kill points (``indexer.failpoints``), disarmed but in those tests."""
         data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
-        self.tables = SqliteTables(sqlite_path(data_dir))
+        self.tables = SqliteTables(sqlite_path(data_dir), failpoints)
         stale = clear_stale_index(self.tables.conn, index_path(data_dir))
         self.index = TantivyIndex(
             index_path(data_dir), writable=True, heap_bytes=heap_bytes, threads=threads
         )
-        self.writer = StoreWriter(self.tables, self.index)
+        self.dictionaries = Dictionaries(self.tables, failpoints)
+        self.writer = StoreWriter(self.tables, self.index, self.dictionaries)
         if stale:
             rebuild(self.tables.conn, self.writer.reindex, self.index.flush, self.index.commit)
-        self.checkpoint = Checkpoint(self.tables, self.index)
+        self.checkpoint = Checkpoint(self.tables, self.index, failpoints)
         self.purger = Purger(
             self.tables,
             self.index,
             self.writer.reindex,
+            self.dictionaries,
             min_interval_s=purge_interval_s,
             on_pass=on_purge,
         )
@@ -119,8 +119,7 @@ class Store:
     def _atomic(self, session_id: str, write: Callable[[], Applied | None]) -> Applied | None:
         mark = self.index.mark()
         try:
-            self.tables.begin()
-            with Savepoint(self.tables, "record"):
+            with Savepoint(self.tables.tx, "record"):
                 applied = write()
         except TransactionLostError as exc:
             self.abort()
@@ -146,7 +145,7 @@ class Store:
         return applied
 
     def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
-        """Make the batch durable (``indexer.store.checkpoint``). When only its Tantivy
+        """Make the batch durable (``indexer.store.records.checkpoint``). When only its Tantivy
         step landed, the touched sessions' documents are rebuilt from the committed rows
         before the error goes on, so a search never finds what the tables lost."""
         touched, self._touched = self._touched, set()
@@ -156,8 +155,14 @@ class Store:
             if exc.index_committed:
                 self._repair_index(touched)
             raise
-        self.tables.dictionaries.after_commit()
+        self.dictionaries.after_commit()
         self.purger.after_commit()
+
+    def mark_caught_up(self, when: float) -> None:
+        """Record that this dir's Kafka indexer reached the end of its topic once (a
+        short transaction of its own, between batches)."""
+        with self.tables.tx.step():
+            self.tables.mark_caught_up(when)
 
     def purge_if_due(self) -> PurgeReport | None:
         """Run a due purge pass between batches (the idle tick of a long-running role)."""

@@ -22,7 +22,7 @@ depend on the events only, the entries inside a block on how appends were groupe
 
 Compression uses a zstd dictionary: a new data dir starts with the one the package
 ships (``zstd.dict``, trained on real logs by ``worker/devtools/zstd_dictionary.py``)
-and, once it holds enough events, trains its own (``indexer.store.dictionaries``).
+and, once it holds enough events, trains its own (``indexer.store.blocks.dictionaries``).
 Every data dir keeps a copy of the dictionaries its blocks need (``dictionaries``
 table; each block row names its ``dict_id``), so a dir stays readable when the shipped
 one changes.
@@ -284,7 +284,7 @@ def decode(payload: bytes, first_seq: int, start: int = 0, end: int = _NO_END) -
 # ---- compression -------------------------------------------------------------------------------
 def shipped_dictionary() -> bytes:
     """The dictionary the package ships (trained by ``worker/devtools/zstd_dictionary.py``)."""
-    return resources.files("indexer.store").joinpath(SHIPPED_DICTIONARY).read_bytes()
+    return resources.files("indexer.store.blocks").joinpath(SHIPPED_DICTIONARY).read_bytes()
 
 
 def dictionary_id(data: bytes) -> int:

@@ -1,6 +1,6 @@
 """A data dir's own zstd dictionary: trained on its events, once it holds enough of them.
 
-The shipped dictionary (``indexer.store.blocks``) is trained on other people's logs; a
+The shipped dictionary (``indexer.store.blocks.format``) is trained on other people's logs; a
 dictionary trained on the dir's own events compresses its blocks about a quarter
 smaller (measured in ``bench/README.md``: the workspace paths, tool names and prompts of
 one installation repeat across its sessions). So:
@@ -27,7 +27,7 @@ one installation repeat across its sessions). So:
 deleted session's text could outlive its rows inside it. The rule: the training record
 (``meta``) lists the session keys its samples came from; deleting one of them marks the
 dictionary *retired* in the delete's own transaction, and the purge pass
-(``indexer.store.purge``) that makes that delete physical trains a new dictionary from
+(``indexer.store.maintenance.purge``) that makes that delete physical trains a new dictionary from
 the sessions still stored (or goes back to the shipped one when too few are left),
 recompresses every block with it and deletes the retired dictionary's row, all before it
 truncates the WAL. A pass counts as complete only once that is done, so "no byte of a
@@ -39,17 +39,17 @@ recompresses for this about once per retention period.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import sqlite3
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import orjson
 import zstandard
 
-from indexer.store.blocks import (
+from indexer.failpoints import DISARMED, FailPoints
+from indexer.store.blocks.format import (
     BLOCK_BYTES,
     LEVEL,
     SEALED_LEVEL,
@@ -57,10 +57,8 @@ from indexer.store.blocks import (
     payload_fill,
     shipped_dictionary,
 )
-from indexer.store.schema import DICTIONARY_KEY
-
-if TYPE_CHECKING:
-    from indexer.store.sqlite_tables import SqliteTables
+from indexer.store.tables.schema import DICTIONARY_KEY
+from indexer.store.tables.sqlite_tables import SqliteTables
 
 log = logging.getLogger("sessionq.store")
 
@@ -74,16 +72,6 @@ TRAINED_KEY: Final = "zstd_trained"  # {"id": dict id, "sessions": [keys sampled
 RETIRED_KEY: Final = "zstd_retired"  # "1": a sampled session was deleted
 RECOMPRESS_KEY: Final = "zstd_recompress"  # id the blocks are being moved to
 _MIN_ID: Final = 2**15  # zstd reserves the ids below
-FAILPOINT_ENV: Final = "SESSIONQ_FAILPOINT"
-MIDWAY: Final = "recompress-midway"
-
-
-def _midway(runs: int) -> None:
-    """``SESSIONQ_FAILPOINT=recompress-midway:<n>`` kills the process once n runs of a
-    recompression have committed (the crash test of the recompression)."""
-    point, _, count = os.environ.get(FAILPOINT_ENV, "").partition(":")
-    if point == MIDWAY and runs >= int(count or "1"):
-        os._exit(137)
 
 
 def sample_payloads(conn: sqlite3.Connection, tables: SqliteTables) -> tuple[list[bytes], set[int]]:
@@ -121,8 +109,9 @@ class Dictionaries:
     """Training, recompression and retirement of one data dir's dictionaries (writer
     side; every method that writes runs its own transactions between batches)."""
 
-    def __init__(self, tables: SqliteTables) -> None:
+    def __init__(self, tables: SqliteTables, failpoints: FailPoints = DISARMED) -> None:
         self.tables = tables
+        self.failpoints = failpoints
         self.conn = tables.conn
         record = tables.get_meta(TRAINED_KEY)
         self.trained: dict[str, object] | None = None if record is None else orjson.loads(record)
@@ -167,7 +156,7 @@ class Dictionaries:
             if pending:
                 self._recompress(RECOMPRESS_BUDGET_S)
         except Exception:
-            self.tables.rollback()
+            self.tables.tx.rollback()
             log.exception("zstd dictionary upkeep failed; retrying after a later commit")
 
     def retire(self) -> bool:
@@ -180,7 +169,7 @@ class Dictionaries:
                 self._recompress()
             return not self.retired()
         except Exception:
-            self.tables.rollback()
+            self.tables.tx.rollback()
             log.exception("retiring a zstd dictionary failed; the next purge pass retries")
             return False
 
@@ -219,17 +208,18 @@ class Dictionaries:
         if data is None:
             data, sessions = shipped_dictionary(), set()
         did = dictionary_id(data)
-        self.tables.begin()
-        self.conn.execute("INSERT OR IGNORE INTO dictionaries(id, data) VALUES (?, ?)", (did, data))
-        self.tables.set_meta(DICTIONARY_KEY, str(did))
-        self.tables.set_meta(RECOMPRESS_KEY, str(did))
-        if sessions:
-            record = {"id": did, "sessions": sorted(sessions)}
-            self.tables.set_meta(TRAINED_KEY, orjson.dumps(record).decode())
-        else:
-            self.conn.execute("DELETE FROM meta WHERE key = ?", (TRAINED_KEY,))
-        self.conn.execute("DELETE FROM meta WHERE key = ?", (RETIRED_KEY,))
-        self.tables.commit()
+        with self.tables.tx.step():
+            self.conn.execute(
+                "INSERT OR IGNORE INTO dictionaries(id, data) VALUES (?, ?)", (did, data)
+            )
+            self.tables.set_meta(DICTIONARY_KEY, str(did))
+            self.tables.set_meta(RECOMPRESS_KEY, str(did))
+            if sessions:
+                record = {"id": did, "sessions": sorted(sessions)}
+                self.tables.set_meta(TRAINED_KEY, orjson.dumps(record).decode())
+            else:
+                self.conn.execute("DELETE FROM meta WHERE key = ?", (TRAINED_KEY,))
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (RETIRED_KEY,))
         self.trained = {"id": did, "sessions": sorted(sessions)} if sessions else None
         self._sampled = sessions
         self._raw_base = None  # count again before a later training
@@ -269,29 +259,28 @@ class Dictionaries:
             ).fetchall()
             if not rows:
                 break
-            self.tables.begin()
-            for rowid, did, data in rows:
-                if did == target:
-                    continue
-                payload = blocks.payload(bytes(data), did)
-                packed = blocks.codec.compress(payload, target, SEALED_LEVEL)
-                self.conn.execute(
-                    "UPDATE blocks SET dict_id = ?, data = ? WHERE id = ?", (target, packed, rowid)
-                )
-                moved += 1
-            self.tables.commit()
+            with self.tables.tx.step():
+                for rowid, did, data in rows:
+                    if did == target:
+                        continue
+                    payload = blocks.payload(bytes(data), did)
+                    packed = blocks.codec.compress(payload, target, SEALED_LEVEL)
+                    self.conn.execute(
+                        "UPDATE blocks SET dict_id = ?, data = ? WHERE id = ?",
+                        (target, packed, rowid),
+                    )
+                    moved += 1
             after = (int(rows[-1][0]), target)
             runs += 1
-            _midway(runs)
+            self.failpoints.reach("recompress-midway")
         shipped = dictionary_id(shipped_dictionary())
-        self.tables.begin()
-        self.conn.execute(
-            "DELETE FROM dictionaries WHERE id NOT IN (?, ?)"
-            " AND id NOT IN (SELECT DISTINCT dict_id FROM blocks)",
-            (target, shipped),
-        )
-        self.conn.execute("DELETE FROM meta WHERE key = ?", (RECOMPRESS_KEY,))
-        self.tables.commit()
+        with self.tables.tx.step():
+            self.conn.execute(
+                "DELETE FROM dictionaries WHERE id NOT IN (?, ?)"
+                " AND id NOT IN (SELECT DISTINCT dict_id FROM blocks)",
+                (target, shipped),
+            )
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (RECOMPRESS_KEY,))
         self._cursor = (0, 0)
         log.info(
             "recompressed %d blocks with zstd dictionary %d in %.2f s",

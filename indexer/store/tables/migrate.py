@@ -1,7 +1,7 @@
 """In-place migration of an older data dir, run when the writer opens it.
 
 Version 1 kept one uncompressed row per raw event, keyed by the text session id; version
-2 keeps the events in compressed blocks (``indexer.store.blocks``) and keys the hot
+2 keeps the events in compressed blocks (``indexer.store.blocks.format``) and keys the hot
 tables by an integer session key. The Tantivy index is the same in both.
 
 The whole migration is one SQLite transaction: a crash or an error at any point leaves
@@ -17,16 +17,16 @@ version check of ``indexer.query.service``) until the migration commits.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
-from indexer.store.blocks import LEVEL, Codec, StoredEvent, shipped_dictionary
-from indexer.store.event_blocks import EventBlocks
-from indexer.store.schema import (
+from indexer.failpoints import DISARMED, FailPoints
+from indexer.store.blocks.format import LEVEL, Codec, StoredEvent, shipped_dictionary
+from indexer.store.blocks.table import EventBlocks
+from indexer.store.tables.schema import (
     SCHEMA_VERSION,
     SchemaVersionError,
     encode_surface,
@@ -39,13 +39,11 @@ from indexer.store.schema import (
 
 log = logging.getLogger("sessionq.store")
 
-FAILPOINT_ENV = "SESSIONQ_FAILPOINT"
-HALFWAY = "migrate-halfway"
 _V1_TABLES = ("sessions", "events", "sources", "replacements")
 _V1_INDEXES = ("sessions_parent", "sessions_cwd")
 
 
-def migrate(conn: sqlite3.Connection, version: str) -> None:
+def migrate(conn: sqlite3.Connection, version: str, failpoints: FailPoints = DISARMED) -> None:
     """Bring a database of schema ``version`` to ``SCHEMA_VERSION`` (see the module)."""
     if version != "1":
         raise SchemaVersionError(
@@ -56,7 +54,7 @@ def migrate(conn: sqlite3.Connection, version: str) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         if stored_version(conn) == "1":  # another writer may have migrated meanwhile
-            _v1_to_v2(conn)
+            _v1_to_v2(conn, failpoints)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -68,15 +66,7 @@ def migrate(conn: sqlite3.Connection, version: str) -> None:
         log.warning("VACUUM after the migration failed (the dir is migrated): %s", exc)
 
 
-def _halfway() -> None:
-    """``SESSIONQ_FAILPOINT=migrate-halfway:1`` kills the process in the middle of the
-    migration (the crash test of the migration)."""
-    spec = os.environ.get(FAILPOINT_ENV, "")
-    if spec.partition(":")[0] == HALFWAY:
-        os._exit(137)
-
-
-def _v1_to_v2(conn: sqlite3.Connection) -> None:
+def _v1_to_v2(conn: sqlite3.Connection, failpoints: FailPoints) -> None:
     for index in _V1_INDEXES:
         conn.execute(f"DROP INDEX IF EXISTS {index}")
     for table in _V1_TABLES:
@@ -94,7 +84,7 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
     for n, (key, sid) in enumerate(keys):
         blocks.append(key, list(_events(conn, sid)))
         if n == len(keys) // 2:
-            _halfway()
+            failpoints.reach("migrate-halfway")
     conn.execute(
         "INSERT INTO replaced(session_key, seq, replaced_by) SELECT s.key, e.seq, e.replaced_by"
         " FROM events_v1 e JOIN sessions s ON s.id = e.session_id"

@@ -10,7 +10,7 @@ keeps freed cells in its pages and older page images in the WAL. The policy:
   so freed cells and pages are zeroed as they are freed; a pass then checkpoints the WAL
   into the database and truncates it (``wal_checkpoint(TRUNCATE)``), so no page image
   from before the delete survives. Before that, a zstd dictionary trained from a sample
-  that held the deleted session is replaced and deleted (``indexer.store.dictionaries``).
+  that held the deleted session is replaced and deleted (``indexer.store.blocks.dictionaries``).
   A reader holding an older snapshot can keep the
   checkpoint from completing: the pass then stays pending and the next one retries.
 * **Tantivy** (tantivy-py exposes no merge call): a segment whose every document is
@@ -44,7 +44,8 @@ from typing import Final
 
 import orjson
 
-from indexer.store.sqlite_tables import SqliteTables
+from indexer.store.blocks.dictionaries import Dictionaries
+from indexer.store.tables.sqlite_tables import SqliteTables
 from indexer.store.tantivy import TantivyIndex
 
 log = logging.getLogger("sessionq.purge")
@@ -109,6 +110,7 @@ class Purger:
         tables: SqliteTables,
         index: TantivyIndex,
         reindex: Callable[[list[str]], int],
+        dictionaries: Dictionaries,
         *,
         min_interval_s: float | None = MIN_INTERVAL_S,
         on_pass: Callable[[PurgeReport], None] | None = None,
@@ -119,13 +121,14 @@ class Purger:
         self.tables = tables
         self.index = index
         self._reindex = reindex
+        self.dictionaries = dictionaries
         self.min_interval_s = min_interval_s
         self._on_pass = on_pass
         recorded = tables.get_meta(PENDING_KEY)
         # Never recorded: a data dir from before this policy may hold erased documents.
         self.pending = (
             recorded == "1"
-            or tables.dictionaries.retired()
+            or dictionaries.retired()
             or (recorded is None and any(s.deleted for s in read_segments(index.path)))
         )
         # Deleted-document counts known to hold no erased document. With a pass pending
@@ -162,7 +165,7 @@ class Purger:
 
     def run_if_due(self) -> PurgeReport | None:
         """An idle tick; never while a batch is open (the pass commits on its own)."""
-        if self.tables.conn.in_transaction:
+        if self.tables.tx.open:
             return None
         return self.run() if self.due() else None
 
@@ -203,11 +206,9 @@ class Purger:
         """Record that nothing is pending; if that write fails, the pass counts as
         pending still (a later one finds nothing left and records it)."""
         try:
-            self.tables.begin()
-            self.tables.set_meta(PENDING_KEY, "0")
-            self.tables.commit()
+            with self.tables.tx.step():
+                self.tables.set_meta(PENDING_KEY, "0")
         except sqlite3.Error:
-            self.tables.rollback()
             log.exception("purge: recording the finished pass failed")
             return
         self.pending = False
@@ -234,7 +235,7 @@ class Purger:
             if leftover:
                 log.warning("purge: %d dirty segments remain after the pass", len(leftover))
         # A dictionary sampled from a deleted session goes before the WAL is truncated.
-        dictionaries_clean = self.tables.dictionaries.retire()
+        dictionaries_clean = self.dictionaries.retire()
         wal_truncated = self.tables.truncate_wal()
         # A segment left dirty stays out of the baseline: the next pass rewrites it.
         self._baseline = {s.id: s.deleted for s in read_segments(path) if s.id not in leftover}

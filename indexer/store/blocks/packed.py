@@ -1,7 +1,7 @@
 """Blocks built from a log read with its chunk rows packed (``read_log_packed``).
 
 A dsh chunk row already is what a block keeps of a chunk run: the shared JSON once, the
-times, the deltas (``indexer.store.blocks``). Ingest workers build a new session's blocks
+times, the deltas (``indexer.store.blocks.format``). Ingest workers build a new session's blocks
 from the rows directly, without an event object, a raw JSON dump and a run search per
 member; the payloads are byte for byte those ``blocks.encode`` makes of the expanded
 events (the same cuts, the same runs, merged across rows as there), which the tests
@@ -19,7 +19,7 @@ import orjson
 
 from indexer.logs.chunks import PackedChunks
 from indexer.model.event import dump_json
-from indexer.store.blocks import (
+from indexer.store.blocks.format import (
     _CHUNK,
     _CHUNK_HEAD,
     _CHUNK_TAIL,
@@ -33,7 +33,7 @@ from indexer.store.blocks import (
     _run_body,
     _single,
 )
-from indexer.store.event_blocks import BlockRow
+from indexer.store.blocks.table import BlockRow
 
 _MEMBER_SURFACE: Final = "log-only"  # a chunk is never surface-eligible, never has text
 _MEMBER_FLAGS: Final = _SURFACE_CODE[_MEMBER_SURFACE] * 2

@@ -1,5 +1,5 @@
 """The SQLite schema's lifecycle: create it in a new database, recognize its version,
-migrate an older one in place (``indexer.store.migrate``), refuse a newer one; and the
+migrate an older one in place (``indexer.store.tables.migrate``), refuse a newer one; and the
 compact encodings of the ``sessions`` and ``source_runs`` columns."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from importlib import resources
 from typing import Final
 
 from indexer.errors import PERSISTENCE_FAILED, SessionqError
-from indexer.store.blocks import NO_DICTIONARY, Codec, dictionary_id, shipped_dictionary
-from indexer.store.index_format import record_index_format
+from indexer.failpoints import DISARMED, FailPoints
+from indexer.store.blocks.format import NO_DICTIONARY, Codec, dictionary_id, shipped_dictionary
+from indexer.store.maintenance.index_format import record_index_format
 
 SCHEMA_VERSION: Final = "2"
 DICTIONARY_KEY: Final = "zstd_dict_id"
@@ -58,7 +59,7 @@ def source_runs(seqs: Iterable[int]) -> list[tuple[int, int]]:
 
 
 def schema_script() -> str:
-    return resources.files("indexer.store").joinpath("schema.sql").read_text()
+    return resources.files("indexer.store.tables").joinpath("schema.sql").read_text()
 
 
 def stored_version(conn: sqlite3.Connection) -> str | None:
@@ -108,16 +109,16 @@ def execute_script(conn: sqlite3.Connection, script: str) -> None:
             statement = ""
 
 
-def open_schema(conn: sqlite3.Connection) -> None:
+def open_schema(conn: sqlite3.Connection, failpoints: FailPoints = DISARMED) -> None:
     """Create the schema of a new database, or migrate an older one in place
-    (``indexer.store.migrate``); a database of a newer release is refused."""
+    (``indexer.store.tables.migrate``); a database of a newer release is refused."""
     version = stored_version(conn)
     if version == SCHEMA_VERSION:
         return
     if version is not None:
-        from indexer.store.migrate import migrate
+        from indexer.store.tables.migrate import migrate
 
-        migrate(conn, version)
+        migrate(conn, version, failpoints)
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
