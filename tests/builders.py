@@ -36,13 +36,8 @@ def _surface(ev: dict[str, Any], op: Any, sources: list[int] | None) -> dict[str
 
 
 def user(
-    seq: int,
-    text: str,
-    *,
-    time: int | None = None,
-    op: Any = "append",
-    sources: list[int] | None = None,
-    msg_id: str | None = None,
+    seq: int, text: str, *, time: int | None = None, op: Any = "append",
+    sources: list[int] | None = None, msg_id: str | None = None,
 ) -> dict[str, Any]:
     ev: dict[str, Any] = {
         "type": "user/message",
@@ -59,11 +54,7 @@ def user(
 
 
 def assistant(
-    seq: int,
-    text: str,
-    *,
-    time: int | None = None,
-    op: Any = "append",
+    seq: int, text: str, *, time: int | None = None, op: Any = "append",
     sources: list[int] | None = None,
 ) -> dict[str, Any]:
     ev: dict[str, Any] = {

@@ -263,16 +263,8 @@ shaped = st.fixed_dictionaries(
         "reason": json_values,
     },
 )
-TYPES = [
-    "user/message",
-    "assistant/message",
-    "tool/call",
-    "tool/result",
-    "todo/write",
-    "turn/end",
-    "turn/start",
-    "x/y",
-]
+TYPES = ["user/message", "assistant/message", "tool/call", "tool/result", "todo/write",
+         "turn/end", "turn/start", "x/y"]
 
 
 @settings(max_examples=300, deadline=None)

@@ -121,15 +121,8 @@ def test_worked_example_final_surface_and_replacements() -> None:
 
 def test_worked_example_classification() -> None:
     assert classify(worked_example()) == [
-        "log-only",
-        "log-only",
-        "log-only",
-        "shadowed",
-        "shadowed",
-        "current",
-        "log-only",
-        "log-only",
-        "current",
+        "log-only", "log-only", "log-only", "shadowed", "shadowed",
+        "current", "log-only", "log-only", "current",
     ]
 
 
@@ -173,14 +166,8 @@ def test_compaction_surface_of_read_surface_example() -> None:
         assistant(5, "answer"),
     ]
     assert fold(events).nodes == [4, 5]
-    assert classify(events) == [
-        "shadowed",
-        "log-only",
-        "shadowed",
-        "shadowed",
-        "current",
-        "current",
-    ]
+    assert classify(events) == ["shadowed", "log-only", "shadowed", "shadowed", "current",
+                                "current"]
 
 
 def test_replacement_range_is_taken_in_surface_order() -> None:
@@ -575,7 +562,6 @@ def test_json_equal() -> None:
     assert not json_equal({"a": 1}, {"b": 1})
     assert not json_equal([], {})
     assert json_equal(True, True) and json_equal(None, None) and json_equal("", "")
-
 
 def test_json_equal_handles_deep_nesting_without_recursion() -> None:
     left: Any = 0

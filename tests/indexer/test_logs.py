@@ -47,12 +47,8 @@ def user(seq: int, text: str = "hi", **extra: Any) -> dict[str, Any]:
         "type": "user/message",
         "seq": seq,
         "time": 10 + seq,
-        "data": {
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"},
-            "role": "user",
-            "id": f"m{seq}",
-        },
+        "data": {"content": [{"type": "text", "text": text}], "source": {"kind": "user"},
+                 "role": "user", "id": f"m{seq}"},
     }
     obj.update(extra)
     obj.setdefault("surfaceOp", "append")
@@ -103,11 +99,8 @@ def test_reasoning_row_uses_reasoning_deltas() -> None:
             "type": "assistant/chunk",
             "seq": 0,
             "time": -5,
-            "data": {
-                "turn": 1,
-                "step": 1,
-                "chunk": {"type": "reasoning-delta", "index": 2, "text": "think"},
-            },
+            "data": {"turn": 1, "step": 1,
+                     "chunk": {"type": "reasoning-delta", "index": 2, "text": "think"}},
         }
     ]
 
@@ -117,15 +110,8 @@ def test_tool_call_row_repeats_id_and_name_on_every_member() -> None:
         "type": "tool-call-chunks",
         "seq0": 9,
         "time0": 50,
-        "data": {
-            "turn": 1,
-            "step": 1,
-            "index": 1,
-            "dt": [0, 2],
-            "id": "call_1",
-            "name": "bash",
-            "args": ['{"c', 'md":', '"ls"}'],
-        },
+        "data": {"turn": 1, "step": 1, "index": 1, "dt": [0, 2], "id": "call_1", "name": "bash",
+                 "args": ['{"c', 'md":', '"ls"}']},
     }
     expanded = expand_chunk_row(row)
     assert [dumps(e["data"]["chunk"]) for e in expanded] == [
@@ -150,16 +136,11 @@ def test_tool_call_row_without_name_has_no_name_key() -> None:
 
 
 def test_integral_float_envelope_numbers_expand_to_ints() -> None:
-    row = {
-        "type": "text-chunks",
-        "seq0": 2.0,
-        "time0": 7.0,
-        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1.0], "texts": ["a", "b"]},
-    }
+    row = {"type": "text-chunks", "seq0": 2.0, "time0": 7.0,
+           "data": {"turn": 1, "step": 1, "index": 0, "dt": [1.0], "texts": ["a", "b"]}}
     assert [(e["seq"], e["time"]) for e in expand_chunk_row(row)] == [(2, 7), (3, 8)]
-    assert all(
-        isinstance(e["seq"], int) and isinstance(e["time"], int) for e in expand_chunk_row(row)
-    )
+    assert all(isinstance(e["seq"], int) and isinstance(e["time"], int)
+               for e in expand_chunk_row(row))
 
 
 def text_row(**changes: Any) -> dict[str, Any]:
@@ -182,10 +163,8 @@ MAX = 9007199254740991
     ("row", "why"),
     [
         ({**text_row(), "extra": 1}, "envelope must be exactly {type, seq0, time0, data}"),
-        (
-            {"type": "text-chunks", "seq0": 0, "time0": 0},
-            "envelope must be exactly {type, seq0, time0, data}",
-        ),
+        ({"type": "text-chunks", "seq0": 0, "time0": 0},
+         "envelope must be exactly {type, seq0, time0, data}"),
         (text_row(seq0=-1), "seq0 must be a non-negative safe integer"),
         (text_row(seq0=True), "seq0 must be a non-negative safe integer"),
         (text_row(seq0=0.5), "seq0 must be a non-negative safe integer"),
@@ -218,12 +197,8 @@ def test_malformed_text_rows(row: dict[str, Any], why: str) -> None:
 def tool_row(**data: Any) -> dict[str, Any]:
     base = {"turn": 1, "step": 1, "index": 0, "dt": [0], "id": "c", "name": "n", "args": ["a", "b"]}
     base.update(data)
-    return {
-        "type": "tool-call-chunks",
-        "seq0": 0,
-        "time0": 0,
-        "data": {k: v for k, v in base.items() if v is not ...},
-    }
+    return {"type": "tool-call-chunks", "seq0": 0, "time0": 0,
+            "data": {k: v for k, v in base.items() if v is not ...}}
 
 
 @pytest.mark.parametrize(
@@ -272,34 +247,22 @@ def test_valid_envelope_keeps_the_object_and_its_key_order() -> None:
         ({"seq": 4, "time": 0, "data": {}}, "type must be a string"),
         ({"type": 1, "seq": 4, "time": 0, "data": {}}, "type must be a string"),
         ({"type": "a", "time": 0, "data": {}}, "seq must be a non-negative safe integer"),
-        (
-            {"type": "a", "seq": -1, "time": 0, "data": {}},
-            "seq must be a non-negative safe integer",
-        ),
-        (
-            {"type": "a", "seq": True, "time": 0, "data": {}},
-            "seq must be a non-negative safe integer",
-        ),
-        (
-            {"type": "a", "seq": 4.5, "time": 0, "data": {}},
-            "seq must be a non-negative safe integer",
-        ),
+        ({"type": "a", "seq": -1, "time": 0, "data": {}},
+         "seq must be a non-negative safe integer"),
+        ({"type": "a", "seq": True, "time": 0, "data": {}},
+         "seq must be a non-negative safe integer"),
+        ({"type": "a", "seq": 4.5, "time": 0, "data": {}},
+         "seq must be a non-negative safe integer"),
         ({"type": "a", "seq": 4, "data": {}}, "time must be a safe integer"),
         ({"type": "a", "seq": 4, "time": MAX + 1, "data": {}}, "time must be a safe integer"),
         ({"type": "a", "seq": 4, "time": "1", "data": {}}, "time must be a safe integer"),
         ({"type": "a", "seq": 4, "time": 0}, "data is missing"),
-        (
-            {"type": "a", "seq": 4, "time": 0, "data": {}, "ignorable": False},
-            "ignorable must be true when present",
-        ),
-        (
-            {"type": "a", "seq": 4, "time": 0, "data": {}, "ignorable": 1},
-            "ignorable must be true when present",
-        ),
-        (
-            {"type": "a", "seq": 4, "time": 0, "data": {}, "ignorable": None},
-            "ignorable must be true when present",
-        ),
+        ({"type": "a", "seq": 4, "time": 0, "data": {}, "ignorable": False},
+         "ignorable must be true when present"),
+        ({"type": "a", "seq": 4, "time": 0, "data": {}, "ignorable": 1},
+         "ignorable must be true when present"),
+        ({"type": "a", "seq": 4, "time": 0, "data": {}, "ignorable": None},
+         "ignorable must be true when present"),
     ],
 )
 def test_invalid_envelopes(obj: Any, why: str) -> None:
@@ -310,14 +273,8 @@ def test_invalid_envelopes(obj: Any, why: str) -> None:
 
 
 def test_surface_keys_are_envelope_keys() -> None:
-    obj = {
-        "type": "user/message",
-        "seq": 0,
-        "time": 0,
-        "data": {},
-        "sourceEventSeqs": [1],
-        "surfaceOp": "x",
-    }
+    obj = {"type": "user/message", "seq": 0, "time": 0, "data": {}, "sourceEventSeqs": [1],
+           "surfaceOp": "x"}
     assert check_envelope(obj, 0).obj is obj
 
 
@@ -329,7 +286,9 @@ def zstd_frames(*parts: bytes) -> bytes:
 
 def test_plain_lines_drop_only_trailing_blank_lines(tmp_path: Path) -> None:
     path = write(tmp_path, b'{"a":1}\n\n{"b":2}\r\n{"c":3}\n\n  \n')
-    assert list(iter_lines(path)) == [(1, b'{"a":1}'), (2, b""), (3, b'{"b":2}\r'), (4, b'{"c":3}')]
+    assert list(iter_lines(path)) == [
+        (1, b'{"a":1}'), (2, b""), (3, b'{"b":2}\r'), (4, b'{"c":3}')
+    ]
 
 
 def test_final_line_without_newline_is_read(tmp_path: Path) -> None:
@@ -343,13 +302,8 @@ def test_zstd_file_of_several_frames_reads_like_the_plain_file(tmp_path: Path) -
     second = text.index(b"\n", header_end) + 1
     plain = write(tmp_path, text, "plain.jsonl")
     # Header frame, one frame per batch, one empty frame, and a frame cut mid-line.
-    packed = zstd_frames(
-        text[:header_end],
-        text[header_end:second],
-        b"",
-        text[second : second + 7],
-        text[second + 7 :],
-    )
+    packed = zstd_frames(text[:header_end], text[header_end:second], b"",
+                         text[second:second + 7], text[second + 7:])
     compressed = write(tmp_path, packed, "session.jsonl.zstd")
     assert list(iter_lines(compressed)) == list(iter_lines(plain))
     assert len(list(iter_lines(compressed))) == 4
@@ -390,20 +344,13 @@ def test_read_log_keeps_key_order_and_raw(tmp_path: Path) -> None:
 
 
 def test_read_log_expands_rows_between_events(tmp_path: Path) -> None:
-    row = {
-        "type": "reasoning-chunks",
-        "seq0": 1,
-        "time0": 20,
-        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]},
-    }
+    row = {"type": "reasoning-chunks", "seq0": 1, "time0": 20,
+           "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]}}
     path = write(tmp_path, jsonl(HEADER, user(0), row, user(4)))
     log = read_log(path)
     assert [(e.seq, e.type) for e in log.events] == [
-        (0, "user/message"),
-        (1, "assistant/chunk"),
-        (2, "assistant/chunk"),
-        (3, "assistant/chunk"),
-        (4, "user/message"),
+        (0, "user/message"), (1, "assistant/chunk"), (2, "assistant/chunk"),
+        (3, "assistant/chunk"), (4, "user/message"),
     ]
     assert [e.time for e in log.events[1:4]] == [20, 21, 22]
 
@@ -423,19 +370,13 @@ def test_lone_surrogates_fall_back_to_the_stdlib_decoder(tmp_path: Path) -> None
     line = b'{"type":"x/y","seq":0,"time":1,"data":{"s":"\\ud800x"}}'
     log = read_log(write(tmp_path, jsonl(HEADER) + line + b"\n"))
     assert log.events[0].data == {"s": "\ud800x"}
-    assert json.loads(log.events[0].raw) == {
-        "type": "x/y",
-        "seq": 0,
-        "time": 1,
-        "data": {"s": "\ud800x"},
-    }
+    assert json.loads(log.events[0].raw) == {"type": "x/y", "seq": 0, "time": 1,
+                                             "data": {"s": "\ud800x"}}
 
 
 def test_a_row_splitting_a_surrogate_pair_reads_back(tmp_path: Path) -> None:
-    row = (
-        b'{"type":"text-chunks","seq0":0,"time0":1,"data":{"turn":1,"step":1,"index":0,'
-        b'"dt":[0,0],"texts":["a","\\ud83d","\\ude00"]}}'
-    )
+    row = b'{"type":"text-chunks","seq0":0,"time0":1,"data":{"turn":1,"step":1,"index":0,' \
+          b'"dt":[0,0],"texts":["a","\\ud83d","\\ude00"]}}'
     log = read_log(write(tmp_path, jsonl(HEADER) + row + b"\n"))
     texts = [json.loads(e.raw)["data"]["chunk"]["text"] for e in log.events]
     assert texts == ["a", "\ud83d", "\ude00"]
@@ -455,47 +396,22 @@ def test_a_row_splitting_a_surrogate_pair_reads_back(tmp_path: Path) -> None:
         ([dumps(HEADER), dumps(user(0)), b'{"x":-Infinity}'], 3, None),
         ([dumps(HEADER), b"", dumps(user(0))], 2, "blank line inside the log"),
         ([b" ", dumps(HEADER)], 1, "blank line inside the log"),
-        (
-            [dumps(HEADER), dumps(user(0)), dumps({"type": "x/y", "seq": 1, "time": 0})],
-            3,
-            "seed event at index 1 has an invalid event envelope: data is missing",
-        ),
+        ([dumps(HEADER), dumps(user(0)), dumps({"type": "x/y", "seq": 1, "time": 0})], 3,
+         "seed event at index 1 has an invalid event envelope: data is missing"),
         ([dumps(HEADER), dumps(user(1))], 2, "session event seq 1 is not contiguous; expected 0"),
-        (
-            [dumps(HEADER), dumps({"type": ["text-chunks"], "seq": 0, "time": 0, "data": {}})],
-            2,
-            "seed event at index 0 has an invalid event envelope: type must be a string",
-        ),
-        (
-            [dumps(HEADER), b"[1]"],
-            2,
-            "seed event at index 0 has an invalid event envelope: not a JSON object",
-        ),
-        (
-            [dumps(HEADER), dumps(user(0)), dumps(text_row(seq0=2))],
-            3,
-            "session event seq 2 is not contiguous; expected 1",
-        ),
-        (
-            [dumps(HEADER), dumps(text_row(data={"dt": []}))],
-            2,
-            "malformed text-chunks storage row: dt length 0 does not match 3 members",
-        ),
-        (
-            [dumps(HEADER), dumps(user(0)), dumps(user(1, sourceEventSeqs=[0, 0]))],
-            3,
-            "sourceEventSeqs must not contain duplicates",
-        ),
-        (
-            [
-                dumps(HEADER),
-                dumps(
-                    {"type": "turn/start", "seq": 0, "time": 0, "data": {}, "surfaceOp": "append"}
-                ),
-            ],
-            2,
-            'session event "turn/start" is not surface-eligible and cannot carry surfaceOp',
-        ),
+        ([dumps(HEADER), dumps({"type": ["text-chunks"], "seq": 0, "time": 0, "data": {}})], 2,
+         "seed event at index 0 has an invalid event envelope: type must be a string"),
+        ([dumps(HEADER), b"[1]"], 2,
+         "seed event at index 0 has an invalid event envelope: not a JSON object"),
+        ([dumps(HEADER), dumps(user(0)), dumps(text_row(seq0=2))], 3,
+         "session event seq 2 is not contiguous; expected 1"),
+        ([dumps(HEADER), dumps(text_row(data={"dt": []}))], 2,
+         "malformed text-chunks storage row: dt length 0 does not match 3 members"),
+        ([dumps(HEADER), dumps(user(0)), dumps(user(1, sourceEventSeqs=[0, 0]))], 3,
+         "sourceEventSeqs must not contain duplicates"),
+        ([dumps(HEADER), dumps({"type": "turn/start", "seq": 0, "time": 0, "data": {},
+                                "surfaceOp": "append"})], 2,
+         'session event "turn/start" is not surface-eligible and cannot carry surfaceOp'),
     ],
 )
 def test_rejections_name_path_line_and_rule(
@@ -551,11 +467,7 @@ def test_discovers_a_persistence_root_in_sorted_order(tmp_path: Path) -> None:
         "loose.jsonl",
     ]
     assert [read_log(p).header.id for p in discover([root])] == [
-        "zzz",
-        "abc",
-        "a/b",
-        "xyz",
-        "loose",
+        "zzz", "abc", "a/b", "xyz", "loose"
     ]
 
 
@@ -604,8 +516,7 @@ def test_root_header_must_match_the_folder_id(tmp_path: Path) -> None:
     path = write(tmp_path, jsonl({**HEADER, "id": "other"}), "--p--/abc/session.jsonl")
     error = rejection(path)
     assert (error.line, error.rule) == (
-        1,
-        'session header id "other" does not match session id "abc"',
+        1, 'session header id "other" does not match session id "abc"'
     )
     assert read_log(path, expected_id="other").header.id == "other"
 
@@ -613,19 +524,13 @@ def test_root_header_must_match_the_folder_id(tmp_path: Path) -> None:
 # ---- the real corpus -----------------------------------------------------------------------------
 INVALID = {
     # seqs 6..86 are missing: line 8 jumps from seq 5 to seq 87.
-    "apps__web__cordis-tool-round__session.jsonl": (
-        8,
-        "session event seq 87 is not contiguous; expected 6",
-    ),
+    "apps__web__cordis-tool-round__session.jsonl":
+        (8, "session event seq 87 is not contiguous; expected 6"),
     # One-event fixtures whose only event has seq 1: there is no seq 0.
-    "packages__test-support__acp-snapshot__fixtures__suite__authored-error__session.jsonl": (
-        2,
-        "session event seq 1 is not contiguous; expected 0",
-    ),
-    "packages__test-support__acp-snapshot__fixtures__suite__blocked-log__session.jsonl": (
-        2,
-        "session event seq 1 is not contiguous; expected 0",
-    ),
+    "packages__test-support__acp-snapshot__fixtures__suite__authored-error__session.jsonl":
+        (2, "session event seq 1 is not contiguous; expected 0"),
+    "packages__test-support__acp-snapshot__fixtures__suite__blocked-log__session.jsonl":
+        (2, "session event seq 1 is not contiguous; expected 0"),
 }
 
 
@@ -658,12 +563,8 @@ def test_rejected_corpus_files_really_have_seq_gaps() -> None:
             if line_no == 1:
                 continue
             if obj["type"] in CHUNK_ROW_TAGS:
-                seqs.extend(
-                    range(
-                        obj["seq0"],
-                        obj["seq0"] + len(obj["data"].get("texts") or obj["data"]["args"]),
-                    )
-                )
+                seqs.extend(range(obj["seq0"], obj["seq0"] + len(obj["data"].get("texts")
+                                                                 or obj["data"]["args"])))
             else:
                 seqs.append(obj["seq"])
         assert seqs != list(range(len(seqs))), name
@@ -706,7 +607,7 @@ def test_every_corpus_event_reads_back_as_its_source_line() -> None:
             if source["type"] in CHUNK_ROW_TAGS:
                 rows += 1
                 count = len(source["data"].get("texts") or source["data"]["args"])
-                members = [json.loads(e.raw) for e in events[cursor : cursor + count]]
+                members = [json.loads(e.raw) for e in events[cursor:cursor + count]]
                 assert all(list(m) == ["type", "seq", "time", "data"] for m in members)
                 assert all(list(m["data"]) == ["turn", "step", "chunk"] for m in members)
                 assert canonical(pack(source["type"], members)) == canonical(source)
@@ -727,10 +628,8 @@ def test_corpus_zstd_copies_read_identically(tmp_path: Path) -> None:
         header_end = text.index(b"\n") + 1
         body = text[header_end:].split(b"\n")
         # Header frame, then batches of up to 5 lines per frame.
-        batches = [
-            b"\n".join(body[i : i + 5]) + (b"\n" if i + 5 < len(body) else b"")
-            for i in range(0, len(body), 5)
-        ]
+        batches = [b"\n".join(body[i:i + 5]) + (b"\n" if i + 5 < len(body) else b"")
+                   for i in range(0, len(body), 5)]
         path = write(tmp_path, zstd_frames(text[:header_end], *batches), f"{n}.jsonl.zstd")
         copy = read_log(path)
         assert copy.header == log.header

@@ -425,7 +425,9 @@ def test_a_failed_commit_loses_the_whole_batch_and_a_replay_converges(
         store.commit({("events", 0): 6})
     finally:
         store.close()
-    expected = reference(tmp_path, step, [(A, [*A_EVENTS, *A_MORE]), (B, B_EVENTS), (C, C_EVENTS)])
+    expected = reference(
+        tmp_path, step, [(A, [*A_EVENTS, *A_MORE]), (B, B_EVENTS), (C, C_EVENTS)]
+    )
     expected["offsets"] = [("events", 0, 6)]
     assert snapshot(data) == expected
     assert found(data, "bluebird") == {"bad-b"} and found(data, "zulu") == {"ok-a"}

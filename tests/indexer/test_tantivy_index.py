@@ -463,6 +463,7 @@ def test_upsert_is_idempotent_and_replaces(index: TantivyIndex) -> None:
     assert hits[0].surface == "shadowed"
 
 
+
 def test_whole_session_upsert_replaces_every_document_of_the_session(tmp_path: Path) -> None:
     """``upsert(docs, session=s)``: one delete of the session, then plain adds — a
     leftover document of ``s`` (committed by an earlier writer) goes, other sessions stay,
@@ -486,7 +487,6 @@ def test_whole_session_upsert_replaces_every_document_of_the_session(tmp_path: P
         assert [(h.session_id, h.seq) for h in hits] == [("s", 2), ("t", 0)]
     finally:
         writer.close()
-
 
 def test_delete_event_and_session(index: TantivyIndex) -> None:
     put(index, doc("s", 0, "needle"), doc("s", 1, "needle"), doc("t", 0, "needle"))

@@ -40,11 +40,8 @@ def test_provider_title_copies_provider_and_model_only() -> None:
         "model": {"provider": "deepseek", "model": "v4"},
     }
     assert snap.message_seqs == [1, 3]
-    bare = fold_title(
-        title_event(
-            {"title": "T", "messageSeqs": [1], "source": {"kind": "provider", "provider": "p"}}
-        )
-    )
+    bare = fold_title(title_event({"title": "T", "messageSeqs": [1], "source": {
+        "kind": "provider", "provider": "p"}}))
     assert bare.source == {"kind": "provider", "provider": "p"}
 
 
@@ -69,9 +66,8 @@ def test_snapshot_is_detached_from_the_event() -> None:
 
 
 def test_integral_float_seqs_read_as_ints() -> None:
-    snap = fold_title(
-        title_event({"title": "t", "messageSeqs": [2.0], "source": {"kind": "fallback"}})
-    )
+    snap = fold_title(title_event({"title": "t", "messageSeqs": [2.0], "source": {
+        "kind": "fallback"}}))
     assert snap.message_seqs == [2] and isinstance(snap.message_seqs[0], int)
 
 
@@ -94,16 +90,10 @@ def test_integral_float_seqs_read_as_ints() -> None:
         {"title": "t", "messageSeqs": [1], "source": {}},
         {"title": "t", "messageSeqs": [1], "source": {"kind": "provider"}},
         {"title": "t", "messageSeqs": [1], "source": {"kind": "provider", "provider": 1}},
-        {
-            "title": "t",
-            "messageSeqs": [1],
-            "source": {"kind": "provider", "provider": "p", "model": None},
-        },
-        {
-            "title": "t",
-            "messageSeqs": [1],
-            "source": {"kind": "provider", "provider": "p", "model": {"provider": "a"}},
-        },
+        {"title": "t", "messageSeqs": [1], "source": {
+            "kind": "provider", "provider": "p", "model": None}},
+        {"title": "t", "messageSeqs": [1], "source": {
+            "kind": "provider", "provider": "p", "model": {"provider": "a"}}},
     ],
 )
 def test_malformed_payloads_raise_title_malformed(data: Any) -> None:

@@ -78,7 +78,8 @@ def test_missing_forged_and_mismatched_tokens_are_refused(setup: Any, tmp_path: 
     refused(lambda: auth.verify(stranger.token("r1", "s1", WS), "r1", "s1"))
     head, _, sig = good.split(".")
     tampered = jwt.utils.base64url_encode(
-        json.dumps({**jwt.decode(good, options={"verify_signature": False}), "ws": "/srv"}).encode()
+        json.dumps({**jwt.decode(good, options={"verify_signature": False}), "ws": "/srv"})
+        .encode()
     ).decode()
     refused(lambda: auth.verify(f"{head}.{tampered}.{sig}", "r1", "s1"))
     refused(lambda: auth.verify(signer_a.token("r1", "s1", None), "r1", "s1"))  # no-cwd caller
@@ -89,32 +90,19 @@ def test_expired_too_long_and_algorithm_confused_tokens_are_refused(setup: Any) 
     key: Ed25519PrivateKey = signer_a._key
     now = int(time.time())
     base = {"rid": "r1", "sub": "s1", "ws": WS}
-    expired = jwt.encode(
-        {**base, "iat": now - 120, "exp": now - 60},
-        key,
-        algorithm="EdDSA",
-        headers={"kid": "host-a"},
-    )
+    expired = jwt.encode({**base, "iat": now - 120, "exp": now - 60}, key, algorithm="EdDSA",
+                         headers={"kid": "host-a"})
     refused(lambda: auth.verify(expired, "r1", "s1"))
-    too_long = jwt.encode(
-        {**base, "iat": now, "exp": now + MAX_LIFETIME_S + 1},
-        key,
-        algorithm="EdDSA",
-        headers={"kid": "host-a"},
-    )
+    too_long = jwt.encode({**base, "iat": now, "exp": now + MAX_LIFETIME_S + 1}, key,
+                          algorithm="EdDSA", headers={"kid": "host-a"})
     refused(lambda: auth.verify(too_long, "r1", "s1"))
     no_exp = jwt.encode({**base, "iat": now}, key, algorithm="EdDSA", headers={"kid": "host-a"})
     refused(lambda: auth.verify(no_exp, "r1", "s1"))
-    unsigned = jwt.encode(
-        {**base, "iat": now, "exp": now + 60}, None, algorithm="none", headers={"kid": "host-a"}
-    )
+    unsigned = jwt.encode({**base, "iat": now, "exp": now + 60}, None, algorithm="none",
+                          headers={"kid": "host-a"})
     refused(lambda: auth.verify(unsigned, "r1", "s1"))
-    hmac = jwt.encode(
-        {**base, "iat": now, "exp": now + 60},
-        "s" * 32,
-        algorithm="HS256",
-        headers={"kid": "host-a"},
-    )
+    hmac = jwt.encode({**base, "iat": now, "exp": now + 60}, "s" * 32, algorithm="HS256",
+                      headers={"kid": "host-a"})
     refused(lambda: auth.verify(hmac, "r1", "s1"))
 
 

@@ -77,10 +77,7 @@ async def test_only_requests_a_host_key_vouches_for_are_answered(
             assert worker.readiness_notes() == {}
             search = {"query": "needle"}
             ok = await signed.call(
-                "session_search",
-                search,
-                session_id="auth-a",
-                workspace="/work/a",
+                "session_search", search, session_id="auth-a", workspace="/work/a",
                 timeout_ms=20000,
             )
             assert ok.ok, ok.text
@@ -89,26 +86,17 @@ async def test_only_requests_a_host_key_vouches_for_are_answered(
             refusals = [
                 # no token at all
                 await unsigned.call(
-                    "session_search",
-                    search,
-                    session_id="auth-a",
-                    routing_key="/work/a",
+                    "session_search", search, session_id="auth-a", routing_key="/work/a",
                     timeout_ms=20000,
                 ),
                 # host-a may not speak for /work/b
                 await signed.call(
-                    "session_search",
-                    search,
-                    session_id="auth-b",
-                    workspace="/work/b",
+                    "session_search", search, session_id="auth-b", workspace="/work/b",
                     timeout_ms=20000,
                 ),
                 # host-a claims /work/a for a caller whose stored cwd is /work/b
                 await signed.call(
-                    "session_search",
-                    search,
-                    session_id="auth-b",
-                    workspace="/work/a",
+                    "session_search", search, session_id="auth-b", workspace="/work/a",
                     timeout_ms=20000,
                 ),
             ]
@@ -117,12 +105,8 @@ async def test_only_requests_a_host_key_vouches_for_are_answered(
             await producer.send_json(
                 topics.requests,
                 {
-                    "v": 1,
-                    "kind": "request",
-                    "id": "req-replayed",
-                    "reply_to": topics.replies,
-                    "tool": "session_search",
-                    "arguments": search,
+                    "v": 1, "kind": "request", "id": "req-replayed", "reply_to": topics.replies,
+                    "tool": "session_search", "arguments": search,
                     "caller": {"session_id": "auth-a", "token": stolen},
                 },
                 key="/work/a",

@@ -27,11 +27,7 @@ def authenticated(tmp_path: Path) -> tuple[Pipeline, CallerSigner, CallerSigner]
 
 def call(signer: CallerSigner, rid: str, session: str = "caller") -> ToolCall:
     return ToolCall(
-        rid,
-        "session_trace",
-        {},
-        Caller(session),
-        timeout_ms=30_000,
+        rid, "session_trace", {}, Caller(session), timeout_ms=30_000,
         token=signer.token(rid, session, "/work/app"),
     )
 
@@ -53,12 +49,9 @@ async def test_only_the_requests_own_principal_cancels_it(tmp_path: Path) -> Non
         assert pipeline.cancel("r1", "stop", **ref) == 0, ref
     await asyncio.sleep(0.05)
     assert not task.done()
-    assert (
-        pipeline.cancel(
-            "r1", "mine", session_id="caller", token=owner.token("r1", "caller", "/work/app")
-        )
-        == 1
-    )
+    assert pipeline.cancel(
+        "r1", "mine", session_id="caller", token=owner.token("r1", "caller", "/work/app")
+    ) == 1
     reply = await asyncio.wait_for(task, WAIT_S)
     assert cancelled(reply) and reply.cancel_reason == "mine"
 

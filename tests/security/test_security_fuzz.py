@@ -79,15 +79,12 @@ async def test_security_fuzz_over_kafka(
             key = routing_key(head)
             await producer.send_json(topics.events, header_record(head), key=key)
             await producer.send_json(
-                topics.events,
-                events_record(sid, [user(0, f"{SECRET[sid]} shared needle")]),
+                topics.events, events_record(sid, [user(0, f"{SECRET[sid]} shared needle")]),
                 key=key,
             )
         await wait_until(
             lambda: caught_up(data, kafka_bootstrap, topics.events),
-            timeout=60,
-            what="the indexer to catch up",
-            interval=0.05,
+            timeout=60, what="the indexer to catch up", interval=0.05,
         )
         events_end = await end_offsets(kafka_bootstrap, topics.events)
         async with (
@@ -105,16 +102,8 @@ async def test_security_fuzz_over_kafka(
                 ws = CWD[caller]
                 other_ws = next(w for w in WORKSPACES if w != ws)
                 kind = rng.choices(
-                    [
-                        "valid",
-                        "forged",
-                        "expired",
-                        "replayed",
-                        "wrong-ws",
-                        "rogue",
-                        "reply-to",
-                        "foreign-cancel",
-                    ],
+                    ["valid", "forged", "expired", "replayed", "wrong-ws", "rogue",
+                     "reply-to", "foreign-cancel"],
                     weights=[30, 8, 8, 8, 10, 6, 10, 20],
                 )[0]
                 reply_to = topics.replies
@@ -124,9 +113,7 @@ async def test_security_fuzz_over_kafka(
                 elif kind == "expired":
                     token = jwt.encode(
                         {"rid": rid, "sub": caller, "ws": ws, "iat": now - 600, "exp": now - 300},
-                        signers[ws]._key,
-                        algorithm="EdDSA",
-                        headers={"kid": signers[ws].kid},
+                        signers[ws]._key, algorithm="EdDSA", headers={"kid": signers[ws].kid},
                     )
                 elif kind == "replayed":
                     token = signers[ws].token(f"fz-{n}-original", caller, ws)
@@ -145,13 +132,8 @@ async def test_security_fuzz_over_kafka(
                     ]
                 )
                 request = {
-                    "v": 1,
-                    "kind": "request",
-                    "id": rid,
-                    "reply_to": reply_to,
-                    "tool": tool,
-                    "arguments": arguments,
-                    "timeout_ms": 60000,
+                    "v": 1, "kind": "request", "id": rid, "reply_to": reply_to, "tool": tool,
+                    "arguments": arguments, "timeout_ms": 60000,
                     "caller": {"session_id": caller, **({"token": token} if token else {})},
                 }
                 plan[rid] = (kind, caller, reply_to)
@@ -164,22 +146,16 @@ async def test_security_fuzz_over_kafka(
                         "rogue": rogue.token(rid, caller, ws),
                     }[thief]
                     cancel: dict[str, Any] = {
-                        "v": 1,
-                        "kind": "cancel",
-                        "id": rid,
+                        "v": 1, "kind": "cancel", "id": rid,
                         "reason": {"code": "SESSION_QUERY_ABORTED", "message": "stolen"},
-                        "caller": {
-                            "session_id": caller,
-                            **({"token": cancel_token} if cancel_token else {}),
-                        },
+                        "caller": {"session_id": caller,
+                                   **({"token": cancel_token} if cancel_token else {})},
                     }
                     sends.append((cancel, ws))
             for start in range(0, len(sends), 500):
                 await asyncio.gather(
-                    *(
-                        producer.send_json(topics.requests, record, key=ws)
-                        for record, ws in sends[start : start + 500]
-                    )
+                    *(producer.send_json(topics.requests, record, key=ws)
+                      for record, ws in sends[start : start + 500])
                 )
             answered = [rid for rid, (kind, _, _) in plan.items() if kind != "reply-to"]
             replies = await tap.wait_for(answered, timeout=600)
@@ -193,16 +169,13 @@ async def test_security_fuzz_over_kafka(
         assert not any(s in text or SECRET[s] in text for s in foreign), (rid, kind, text)
         if kind in ("forged", "expired", "replayed", "wrong-ws", "rogue"):
             assert reply.error is not None and reply.error.code == CALLER_UNAUTHENTICATED, (
-                rid,
-                kind,
-                reply,
+                rid, kind, reply,
             )
             outcomes["refused"] += 1
         else:
             assert reply.error is None or reply.error.code != CALLER_UNAUTHENTICATED, (rid, reply)
             assert reply.error is None or reply.error.code not in (
-                "TOOL_CANCELLED",
-                "SESSION_QUERY_ABORTED",
+                "TOOL_CANCELLED", "SESSION_QUERY_ABORTED"
             ), (rid, kind, reply)
             outcomes["answered"] += 1
     refused_ids = {rid for rid, (kind, _, _) in plan.items() if kind == "reply-to"}
@@ -214,8 +187,6 @@ async def test_security_fuzz_over_kafka(
     on_requests = [json.loads(r.value) for r in await read_topic(kafka_bootstrap, topics.requests)]
     assert all(record.get("kind") in ("request", "cancel") for record in on_requests)
     counts = Counter(kind for kind, _, _ in plan.values())
-    print(
-        f"security fuzz: {REQUESTS} requests {dict(counts)}; outcomes {dict(outcomes)};"
-        f" {len(refused_ids)} refused reply topics dead-lettered, 0 foreign text,"
-        f" 0 foreign cancels honoured"
-    )
+    print(f"security fuzz: {REQUESTS} requests {dict(counts)}; outcomes {dict(outcomes)};"
+          f" {len(refused_ids)} refused reply topics dead-lettered, 0 foreign text,"
+          f" 0 foreign cancels honoured")

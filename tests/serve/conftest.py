@@ -47,7 +47,9 @@ def call_body(tool: str, arguments: dict[str, Any], caller: str, **extra: Any) -
     return {"tool": tool, "arguments": arguments, "caller": {"session_id": caller}, **extra}
 
 
-async def eventually(probe: Callable[[], Awaitable[T | None]], *, timeout: float, what: str) -> T:
+async def eventually(
+    probe: Callable[[], Awaitable[T | None]], *, timeout: float, what: str
+) -> T:
     """Poll ``probe`` until it returns something other than ``None``/``False``."""
     deadline = time.monotonic() + timeout
     last: T | None = None

@@ -47,9 +47,7 @@ def test_every_log_passes_read_log_and_the_root_layout(demo: DemoSummary) -> Non
 
 def test_workspaces_lineage_compaction_and_event_types(demo: DemoSummary) -> None:
     assert demo.workspaces == [
-        "/home/dev/ml-pipeline",
-        "/home/dev/payments-api",
-        "/home/dev/web-shop",
+        "/home/dev/ml-pipeline", "/home/dev/payments-api", "/home/dev/web-shop"
     ]
     assert any(s.cwd is None for s in demo.sessions)
     assert (demo.root / "_no-cwd").is_dir()
@@ -75,19 +73,9 @@ def test_workspaces_lineage_compaction_and_event_types(demo: DemoSummary) -> Non
     for path in demo.paths():
         types |= {e.type for e in read_log(path).events}
     assert {
-        "turn/start",
-        "turn/end",
-        "step/start",
-        "step/end",
-        "user/message",
-        "assistant/chunk",
-        "assistant/message",
-        "tool/call",
-        "tool/result",
-        "session/title",
-        "todo/write",
-        "compaction/summary",
-        "subagent/descriptor",
+        "turn/start", "turn/end", "step/start", "step/end", "user/message", "assistant/chunk",
+        "assistant/message", "tool/call", "tool/result", "session/title", "todo/write",
+        "compaction/summary", "subagent/descriptor",
     } <= types
     raw = b"".join(p.read_bytes() for p in demo.paths())
     assert b'"type":"text-chunks"' in raw  # some deltas are packed, as dsh writes them
@@ -178,7 +166,9 @@ def test_example_calls_use_real_ids(demo: DemoSummary) -> None:
     assert body == calls[0].body
 
 
-@pytest.mark.parametrize("value", ["abc-1_2.x", "a/b", ".", "..", "a~b c", "会话", "\U0001f600"])
+@pytest.mark.parametrize(
+    "value", ["abc-1_2.x", "a/b", ".", "..", "a~b c", "会话", "\U0001f600"]
+)
 def test_encode_segment_inverts_decode_segment(value: str) -> None:
     assert decode_segment(encode_segment(value)) == value
 

@@ -210,13 +210,7 @@ async def test_status_sessions_and_console(served: Served) -> None:
         assert resp.status == 200
         assert resp.content_type == "text/html"
         page = await resp.text()
-    for element in (
-        'id="status"',
-        'id="caller"',
-        'id="tool"',
-        'id="arguments"',
-        'id="run"',
-        'id="output"',
-    ):
+    for element in ('id="status"', 'id="caller"', 'id="tool"', 'id="arguments"', 'id="run"',
+                    'id="output"'):
         assert element in page
     assert "http://" not in page and "https://" not in page  # no external resources

@@ -39,16 +39,10 @@ def free_port() -> int:
 
 def clean_copy(dest: Path) -> Path:
     """The repository's tracked and unignored files, without any local state."""
-    listed = (
-        subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=REPO,
-            check=True,
-            capture_output=True,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, check=True, capture_output=True,
+    ).stdout.decode().split("\0")
     for rel in filter(None, listed):
         src = REPO / rel
         if src.is_file():
@@ -121,13 +115,8 @@ def test_run_sh_serves_the_demo_and_prints_working_calls(clone: Path, tmp_path: 
     stderr = (tmp_path / "stderr.txt").open("w")
     proc = subprocess.Popen(
         ["bash", "scripts/run.sh", "", str(tmp_path / "data")],
-        cwd=clone,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-        start_new_session=True,
+        cwd=clone, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+        text=True, start_new_session=True,
     )
     assert proc.stdout is not None
     lines: queue.Queue[str | None] = queue.Queue()

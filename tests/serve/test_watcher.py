@@ -75,14 +75,8 @@ async def test_a_new_session_log_appears_within_a_second(served: Served) -> None
     sid = "new session/α"  # an id that needs encoding in the folder name
     path = served.summary.root / project_key(cwd) / encode_segment(sid) / "session.jsonl"
     path.parent.mkdir(parents=True)
-    header = {
-        "type": "session",
-        "version": 0,
-        "id": sid,
-        "createdAt": 1_780_000_000_000,
-        "cwd": cwd,
-        "delegationDepth": 0,
-    }
+    header = {"type": "session", "version": 0, "id": sid, "createdAt": 1_780_000_000_000,
+              "cwd": cwd, "delegationDepth": 0}
     path.write_text(json.dumps(header) + "\n", encoding="utf-8")
     append(path, user_event(0, "Tune the okapi sampler for the nightly feature build"))
 

@@ -45,8 +45,7 @@ def test_unauthorized_harness_error_keeps_only_the_fixed_message() -> None:
     error = HarnessError("hidden-9 is elsewhere", "SESSION_QUERY_TOOL_UNAUTHORIZED")
     result = sanitize("op", error)
     assert outcome(result) == (
-        "SESSION_QUERY_TOOL_UNAUTHORIZED",
-        "session target is outside the caller workspace",
+        "SESSION_QUERY_TOOL_UNAUTHORIZED", "session target is outside the caller workspace"
     )
 
 
@@ -129,12 +128,8 @@ class NonStringCode:
 
 @pytest.mark.parametrize(
     "make",
-    [
-        HostileClass,
-        lambda: StacklessTraceback("secret"),
-        lambda: ThrowingCause("secret"),
-        Unprintable,
-    ],
+    [HostileClass, lambda: StacklessTraceback("secret"), lambda: ThrowingCause("secret"),
+     Unprintable],
     ids=["hostile-proxy", "stack-getter-throws", "cause-getter-throws", "str-throws"],
 )
 def test_unprintable_failures_log_the_placeholder(
@@ -170,8 +165,7 @@ def test_typed_error_with_unprintable_cause_keeps_its_mapping(
     with caplog.at_level(logging.WARNING, logger="sessionq.tools"):
         result = sanitize("op", error)
     assert outcome(result) == (
-        "SESSION_QUERY_PERSISTENCE_FAILED",
-        "session history storage is unavailable",
+        "SESSION_QUERY_PERSISTENCE_FAILED", "session history storage is unavailable"
     )
     assert UNPRINTABLE in logged(caplog)
 
@@ -242,9 +236,8 @@ async def test_cancellation_during_the_call_wins_over_success_and_failure(
         token = CancelToken()
         reason = SessionQueryError("lineage trace cancelled first", "SESSION_QUERY_ABORTED")
 
-        def work(
-            succeed: bool = succeed, token: CancelToken = token, reason: SessionQueryError = reason
-        ) -> str:
+        def work(succeed: bool = succeed, token: CancelToken = token,
+                 reason: SessionQueryError = reason) -> str:
             token.cancel(reason)
             if succeed:
                 return "value"

@@ -322,7 +322,9 @@ def json_call(data_dir: Path, tool: str, arguments: str, *extra: str) -> dict[st
     return envelope
 
 
-def test_json_envelope_of_a_success_carries_the_text(data_dir: Path, in_process: Pipeline) -> None:
+def test_json_envelope_of_a_success_carries_the_text(
+    data_dir: Path, in_process: Pipeline
+) -> None:
     envelope = json_call(data_dir, "session_search", '{"query": "cli needle"}')
     expected = expected_text(in_process, "session_search", {"query": "cli needle"}, "cli-caller")
     assert envelope == {"v": 1, "id": envelope["id"], "ok": True, "text": expected}

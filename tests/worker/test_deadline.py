@@ -21,14 +21,10 @@ class Hostile:
 @pytest.mark.parametrize(
     ("reason", "failure"),
     [
-        (
-            {"code": "SESSION_QUERY_ABORTED", "message": "parent preauthorization cancelled"},
-            ToolFailure("SESSION_QUERY_ABORTED", "parent preauthorization cancelled"),
-        ),
-        (
-            SessionQueryError("x cancelled", "SESSION_QUERY_ABORTED"),
-            ToolFailure("SESSION_QUERY_ABORTED", "x cancelled"),
-        ),
+        ({"code": "SESSION_QUERY_ABORTED", "message": "parent preauthorization cancelled"},
+         ToolFailure("SESSION_QUERY_ABORTED", "parent preauthorization cancelled")),
+        (SessionQueryError("x cancelled", "SESSION_QUERY_ABORTED"),
+         ToolFailure("SESSION_QUERY_ABORTED", "x cancelled")),
         ({"code": "X", "message": 3}, ToolFailure("TOOL_CANCELLED", "tool call was cancelled")),
         ({"code": 1, "message": "m"}, ToolFailure("TOOL_CANCELLED", "tool call was cancelled")),
         ("user pressed stop", ToolFailure("TOOL_CANCELLED", "tool call was cancelled")),

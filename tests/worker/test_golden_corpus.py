@@ -480,7 +480,9 @@ def render(reply: ToolReply) -> str:
 
 
 @pytest.fixture(scope="module")
-def corpus_tools(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
+def corpus_tools(
+    corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pipeline]:
     """The whole corpus ingested into a fresh data directory, behind the tools."""
     data_dir = tmp_path_factory.mktemp("golden-corpus")
     store = Store(data_dir)

@@ -36,7 +36,6 @@ from worker.tools.session_search import SessionSearchArgs, session_filters
 def parse_arguments(tool: str, arguments: Any) -> Any:
     return registry.parse_arguments(registry.lookup(tool), arguments)
 
-
 NOT_INTEGER = '"event_seq_from" must be an integer'
 
 
@@ -52,42 +51,24 @@ def violations(tool: str, arguments: Any) -> list[str]:
         ("session_search", None, ['"arguments" must be an object']),
         ("session_search", {"query": 1}, ['"query" must be a string']),
         ("session_search", {"query": None}, ['"query" must be a string']),
-        (
-            "session_search",
-            {"query": "q", "availability": ["archived"]},
-            ['"availability[0]" must be one of ["live","persisted"]'],
-        ),
-        (
-            "session_search",
-            {"query": "q", "event_surfaces": ["current", "hidden"]},
-            ['"event_surfaces[1]" must be one of ["current","shadowed","log-only"]'],
-        ),
+        ("session_search", {"query": "q", "availability": ["archived"]},
+         ['"availability[0]" must be one of ["live","persisted"]']),
+        ("session_search", {"query": "q", "event_surfaces": ["current", "hidden"]},
+         ['"event_surfaces[1]" must be one of ["current","shadowed","log-only"]']),
         *[
             ("session_search", {"query": "q", "event_seq_from": bad}, [NOT_INTEGER])
             for bad in (1.5, True, "1", -0.0, math.nan, 10**400)
         ],
-        (
-            "session_search",
-            {"query": "q", "include_root_sessions": 1},
-            ['"include_root_sessions" must be a boolean'],
-        ),
+        ("session_search", {"query": "q", "include_root_sessions": 1},
+         ['"include_root_sessions" must be a boolean']),
         ("session_search", {"query": "q", "session_ids": "a"}, ['"session_ids" must be an array']),
-        (
-            "session_search",
-            {"query": "q", "session_ids": ["a", 2, None]},
-            ['"session_ids[1]" must be a string', '"session_ids[2]" must be a string'],
-        ),
-        (
-            "session_search",
-            {"query": "q", "extra": math.inf},
-            ['"arguments" must be a lossless JSON object'],
-        ),
+        ("session_search", {"query": "q", "session_ids": ["a", 2, None]},
+         ['"session_ids[1]" must be a string', '"session_ids[2]" must be a string']),
+        ("session_search", {"query": "q", "extra": math.inf},
+         ['"arguments" must be a lossless JSON object']),
         ("session_event_read", {"seq": 0, "after": 1.5}, ['"after" must be an integer']),
-        (
-            "session_event_read",
-            {"before": "x"},
-            ['missing required property "seq"', '"before" must be an integer'],
-        ),
+        ("session_event_read", {"before": "x"},
+         ['missing required property "seq"', '"before" must be an integer']),
         ("session_trace", {"session_id": 3}, ['"session_id" must be a string']),
     ],
 )
@@ -150,18 +131,8 @@ scalars = st.none() | st.booleans() | st.integers(-5, 2**54) | finite | st.text(
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
 argument_dicts = st.dictionaries(
     st.sampled_from(
-        [
-            "query",
-            "session_ids",
-            "availability",
-            "event_seq_from",
-            "include_root_sessions",
-            "event_surfaces",
-            "session_id",
-            "seq",
-            "before",
-            "extra",
-        ]
+        ["query", "session_ids", "availability", "event_seq_from", "include_root_sessions",
+         "event_surfaces", "session_id", "seq", "before", "extra"]
     ),
     values | st.lists(st.sampled_from(["live", "persisted", "current", "x"]), max_size=2),
     max_size=5,
@@ -213,117 +184,51 @@ def test_filter_construction_order() -> None:
         AvailabilityFilter(("live",)),
     ]
     assert event_filters(
-        seq_from=2,
-        seq_to=9.0,
-        time_from="2026-07-24T00:00:00Z",
-        time_to="2026-07-24T01:00:00Z",
-        event_types=("plugin/open-event",),
-        surfaces=("shadowed",),
+        seq_from=2, seq_to=9.0, time_from="2026-07-24T00:00:00Z", time_to="2026-07-24T01:00:00Z",
+        event_types=("plugin/open-event",), surfaces=("shadowed",),
     ) == [
         SeqFilter(from_=2, to=9),
         TimeFilter(from_=1784851200000, to=1784854800000),
         TypeFilter(("plugin/open-event",)),
         SurfaceFilter(("shadowed",)),
     ]
-    assert (
-        event_filters(
-            seq_from=None,
-            seq_to=None,
-            time_from=None,
-            time_to=None,
-            event_types=None,
-            surfaces=None,
-        )
-        == []
-    )
+    assert event_filters(
+        seq_from=None, seq_to=None, time_from=None, time_to=None, event_types=None, surfaces=None
+    ) == []
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (
-            lambda: session_filters(SessionSearchArgs("q", session_ids=())),
-            "session_ids must contain at least one value when supplied",
-        ),
-        (
-            lambda: session_filters(SessionSearchArgs("q", availability=())),
-            "availability must contain at least one value when supplied",
-        ),
-        (
-            lambda: parent_session_ids(()),
-            "parent_session_ids must contain at least one value when supplied",
-        ),
-        (
-            lambda: event_filters(
-                seq_from=None,
-                seq_to=None,
-                time_from=None,
-                time_to=None,
-                event_types=(),
-                surfaces=None,
-            ),
-            "event_types must contain at least one value when supplied",
-        ),
-        (
-            lambda: event_filters(
-                seq_from=None,
-                seq_to=None,
-                time_from=None,
-                time_to=None,
-                event_types=None,
-                surfaces=(),
-            ),
-            "surfaces must contain at least one value when supplied",
-        ),
-        (
-            lambda: event_filters(
-                seq_from=-1,
-                seq_to=None,
-                time_from=None,
-                time_to=None,
-                event_types=None,
-                surfaces=None,
-            ),
-            "sequence lower bound must be a non-negative safe integer",
-        ),
-        (
-            lambda: event_filters(
-                seq_from=None,
-                seq_to=2**53,
-                time_from=None,
-                time_to=None,
-                event_types=None,
-                surfaces=None,
-            ),
-            "sequence upper bound must be a non-negative safe integer",
-        ),
-        (
-            lambda: event_filters(
-                seq_from=2, seq_to=1, time_from=None, time_to=None, event_types=None, surfaces=None
-            ),
-            "session sequence range from must be less than or equal to to",
-        ),
-        (
-            lambda: session_filters(
-                SessionSearchArgs(
-                    "q",
-                    created_at_from="2026-07-25T00:00:00Z",
-                    created_at_to="2026-07-24T00:00:00Z",
-                )
-            ),
-            "session created_at range from must be less than or equal to to",
-        ),
-        (
-            lambda: event_filters(
-                seq_from=None,
-                seq_to=None,
-                time_from="2026-07-24T00:00:00.12300002Z",
-                time_to="2026-07-24T00:00:00.12300001Z",
-                event_types=None,
-                surfaces=None,
-            ),
-            "session time range from must be less than or equal to to",
-        ),
+        (lambda: session_filters(SessionSearchArgs("q", session_ids=())),
+         "session_ids must contain at least one value when supplied"),
+        (lambda: session_filters(SessionSearchArgs("q", availability=())),
+         "availability must contain at least one value when supplied"),
+        (lambda: parent_session_ids(()),
+         "parent_session_ids must contain at least one value when supplied"),
+        (lambda: event_filters(seq_from=None, seq_to=None, time_from=None, time_to=None,
+                               event_types=(), surfaces=None),
+         "event_types must contain at least one value when supplied"),
+        (lambda: event_filters(seq_from=None, seq_to=None, time_from=None, time_to=None,
+                               event_types=None, surfaces=()),
+         "surfaces must contain at least one value when supplied"),
+        (lambda: event_filters(seq_from=-1, seq_to=None, time_from=None, time_to=None,
+                               event_types=None, surfaces=None),
+         "sequence lower bound must be a non-negative safe integer"),
+        (lambda: event_filters(seq_from=None, seq_to=2**53, time_from=None, time_to=None,
+                               event_types=None, surfaces=None),
+         "sequence upper bound must be a non-negative safe integer"),
+        (lambda: event_filters(seq_from=2, seq_to=1, time_from=None, time_to=None,
+                               event_types=None, surfaces=None),
+         "session sequence range from must be less than or equal to to"),
+        (lambda: session_filters(SessionSearchArgs(
+            "q", created_at_from="2026-07-25T00:00:00Z", created_at_to="2026-07-24T00:00:00Z")),
+         "session created_at range from must be less than or equal to to"),
+        (lambda: event_filters(seq_from=None, seq_to=None,
+                               time_from="2026-07-24T00:00:00.12300002Z",
+                               time_to="2026-07-24T00:00:00.12300001Z", event_types=None,
+                               surfaces=None),
+         "session time range from must be less than or equal to to"),
     ],
 )
 def test_tool_owned_messages(call: Any, message: str) -> None:

@@ -59,7 +59,7 @@ def test_strings_match_node_vectors() -> None:
 
 def test_non_ascii_and_line_separators_stay_literal() -> None:
     assert js_quote("café\u2028\u2029\u007f—") == '"café\u2028\u2029\u007f—"'
-    assert js_quote('\x00\x1f\b\f\n\r\t"\\') == '"\\u0000\\u001f\\b\\f\\n\\r\\t\\"\\\\"'
+    assert js_quote("\x00\x1f\b\f\n\r\t\"\\") == '"\\u0000\\u001f\\b\\f\\n\\r\\t\\"\\\\"'
 
 
 def test_conformance_file_round_trips_byte_for_byte() -> None:
@@ -113,7 +113,9 @@ json_values = st.recursive(
 @given(json_values)
 def test_without_floats_equals_python_json_layout(value: object) -> None:
     assert js_stringify(value) == json.dumps(value, indent=2, ensure_ascii=False)
-    assert js_stringify(value, None) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert js_stringify(value, None) == json.dumps(
+        value, ensure_ascii=False, separators=(",", ":")
+    )
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
@@ -129,15 +131,10 @@ def test_floats_round_trip_in_the_js_shape(value: float) -> None:
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=50))
 def test_floats_agree_with_node(values: list[float]) -> None:
-    script = (
-        "const v=JSON.parse(require('fs').readFileSync(0,'utf8'));"
+    script = "const v=JSON.parse(require('fs').readFileSync(0,'utf8'));" \
         "process.stdout.write(JSON.stringify(v.map(x=>JSON.stringify(Number(x)))))"
-    )
     out = subprocess.run(
-        ["node", "-e", script],
-        input=json.dumps([repr(v) for v in values]),
-        capture_output=True,
-        text=True,
-        check=True,
+        ["node", "-e", script], input=json.dumps([repr(v) for v in values]),
+        capture_output=True, text=True, check=True,
     ).stdout
     assert [js_number(v) for v in values] == json.loads(out)

@@ -25,19 +25,14 @@ def test_manifest_carries_the_definitions_and_prompt_section() -> None:
     conformance = json.loads(CONFORMANCE.read_text(encoding="utf-8"))
     shown = manifest()
     assert shown["prompt_section"] == {
-        "name": "tool:session-query",
-        "order": 113,
-        "text": conformance["prompt_section"],
+        "name": "tool:session-query", "order": 113, "text": conformance["prompt_section"]
     }
     assert "prior sessions" in shown["prompt_section"]["text"]
     assert [
         {k: t[k] for k in ("name", "description", "parameters")} for t in shown["tools"]
     ] == conformance["tools"]
     assert [t["name"] for t in shown["tools"]] == [
-        "session_search",
-        "session_event_search",
-        "session_trace",
-        "session_event_trace",
+        "session_search", "session_event_search", "session_trace", "session_event_trace",
         "session_event_read",
     ]
 
@@ -75,11 +70,8 @@ def test_config_defaults_and_limits() -> None:
 
 @pytest.mark.parametrize("value", [0, 1.5, math.nan, -1, True, "7", 2**53])
 def test_invalid_max_search_results(value: Any) -> None:
-    with pytest.raises(
-        TypeError,
-        match=r"^tool-session-query: maxSearchResults must be a "
-        r"positive safe integer$",
-    ):
+    with pytest.raises(TypeError, match=r"^tool-session-query: maxSearchResults must be a "
+                                        r"positive safe integer$"):
         ToolLimits(maxSearchResults=value)
 
 

@@ -110,59 +110,23 @@ async def test_event_time_outside_the_date_range_is_a_generic_failure(
 json_leaf = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
 json_any = st.recursive(
     json_leaf,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=3),
     max_leaves=8,
 )
-keys = st.sampled_from(
-    [
-        "query",
-        "session_id",
-        "session_ids",
-        "seq",
-        "before",
-        "after",
-        "seq_from",
-        "seq_to",
-        "time_from",
-        "time_to",
-        "created_at_from",
-        "event_time_to",
-        "availability",
-        "surfaces",
-        "event_surfaces",
-        "event_types",
-        "parent_session_ids",
-        "include_root_sessions",
-        "x",
-    ]
-)
-values = json_any | st.sampled_from(
-    [
-        "needle",
-        "caller",
-        "other",
-        "2026-07-24T00:00:00Z",
-        ["live"],
-        ["current"],
-        0,
-        1,
-        2**53,
-        -1,
-    ]
-)
+keys = st.sampled_from([
+    "query", "session_id", "session_ids", "seq", "before", "after", "seq_from", "seq_to",
+    "time_from", "time_to", "created_at_from", "event_time_to", "availability", "surfaces",
+    "event_surfaces", "event_types", "parent_session_ids", "include_root_sessions", "x",
+])
+values = json_any | st.sampled_from([
+    "needle", "caller", "other", "2026-07-24T00:00:00Z", ["live"], ["current"], 0, 1, 2**53, -1,
+])
 arguments = st.dictionaries(keys, values, max_size=6) | json_any
-tools = st.sampled_from(
-    [
-        "session_search",
-        "session_event_search",
-        "session_trace",
-        "session_event_trace",
-        "session_event_read",
-        "bogus",
-    ]
-)
+tools = st.sampled_from([
+    "session_search", "session_event_search", "session_trace", "session_event_trace",
+    "session_event_read", "bogus",
+])
 
 
 @pytest.fixture

@@ -96,12 +96,7 @@ async def test_a_call_past_its_deadline_is_shed_without_service_calls() -> None:
     pipeline = Pipeline(service, metrics=metrics)
     ten_seconds_ago = time.time() * 1000 - 10_000
     call = ToolCall(
-        "r1",
-        "session_trace",
-        {},
-        Caller("caller"),
-        min_seq=3,
-        timeout_ms=1000,
+        "r1", "session_trace", {}, Caller("caller"), min_seq=3, timeout_ms=1000,
         sent_ms=ten_seconds_ago,
     )
     reply = await pipeline.answer(call)
@@ -120,11 +115,7 @@ async def test_a_search_is_shed_by_its_own_budget_not_the_request_timeout() -> N
     limits = ToolLimits(searchTimeoutMs=2000)
     pipeline = Pipeline(service, limits, metrics=metrics)
     call = ToolCall(
-        "r1",
-        "session_event_search",
-        {"query": "q"},
-        Caller("caller"),
-        timeout_ms=60_000,
+        "r1", "session_event_search", {"query": "q"}, Caller("caller"), timeout_ms=60_000,
         sent_ms=time.time() * 1000 - 3000,
     )
     reply = await pipeline.answer(call)
@@ -144,16 +135,10 @@ def test_deadline_budget_follows_the_tools_registered_budget(name: str) -> None:
 
 # ---- decode: ToolCall.from_request ----------------------------------------------------------
 def _request(**fields: Any) -> ToolRequest:
-    return ToolRequest.model_validate(
-        {
-            "v": 1,
-            "kind": "request",
-            "id": "req-1",
-            "reply_to": "replies",
-            "tool": "session_trace",
-            **fields,
-        }
-    )
+    return ToolRequest.model_validate({
+        "v": 1, "kind": "request", "id": "req-1", "reply_to": "replies", "tool": "session_trace",
+        **fields,
+    })
 
 
 def test_from_request_maps_caller_min_seq_and_timeout() -> None:
@@ -164,13 +149,8 @@ def test_from_request_maps_caller_min_seq_and_timeout() -> None:
     )
     call = ToolCall.from_request(request, sent_ms=1234.5)
     assert call == ToolCall(
-        "req-1",
-        "session_trace",
-        {"seq": 4},
-        Caller("s-1", 3),
-        min_seq=7,
-        timeout_ms=500,
-        sent_ms=1234.5,
+        "req-1", "session_trace", {"seq": 4}, Caller("s-1", 3),
+        min_seq=7, timeout_ms=500, sent_ms=1234.5,
     )
 
 
@@ -452,12 +432,8 @@ async def test_exclusive_tools_of_one_caller_are_serialized(make_harness: Harnes
     replies = await asyncio.wait_for(asyncio.gather(first, second, read), WAIT_S)
     assert all(r.ok for r in replies), [r.text for r in replies]
     mine = [e for e in slow.events if e[1].startswith("caller#")]
-    assert mine == [
-        ("start", "caller#1"),
-        ("end", "caller#1"),
-        ("start", "caller#3"),
-        ("end", "caller#3"),
-    ]
+    assert mine == [("start", "caller#1"), ("end", "caller#1"), ("start", "caller#3"),
+                    ("end", "caller#3")]
     assert h.tools.gates._gates == {}
 
 
@@ -502,20 +478,8 @@ def test_lookup_finds_registered_tools() -> None:
         assert lookup(name) is tool
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        None,
-        1,
-        1.5,
-        True,
-        ["session_trace"],
-        {"session_trace": 1},
-        b"session_trace",
-        "session_trace ",
-        "SESSION_TRACE",
-    ],
-)
+@pytest.mark.parametrize("name", [None, 1, 1.5, True, ["session_trace"], {"session_trace": 1},
+                                  b"session_trace", "session_trace ", "SESSION_TRACE"])
 def test_lookup_rejects_anything_but_a_registered_name(name: object) -> None:
     with pytest.raises(HarnessError) as raised:
         lookup(name)

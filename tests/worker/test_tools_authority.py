@@ -40,8 +40,7 @@ async def test_missing_agent_and_foreign_target(make_harness: HarnessFactory) ->
     h = make_harness([(header("outside", cwd="/outside"), [user(0, "secret payload")])])
     reply = await h.call("session_trace", {}, caller=None)
     assert error_of(reply) == (
-        "SESSION_QUERY_TOOL_MISSING_AGENT",
-        "session query tools require an agent-bound caller",
+        "SESSION_QUERY_TOOL_MISSING_AGENT", "session query tools require an agent-bound caller"
     )
     reply = await h.call("session_event_read", {"session_id": "outside", "seq": 0})
     assert error_of(reply) == UNAUTHORIZED
@@ -52,10 +51,8 @@ async def test_missing_agent_and_foreign_target(make_harness: HarnessFactory) ->
 async def test_caller_without_workspace(make_harness: HarnessFactory) -> None:
     """39."""
     h = make_harness(
-        [
-            (header("caller", cwd=None, created_at=10), [user(0, "mine")]),
-            (header("other-nocwd", cwd=None), []),
-        ],
+        [(header("caller", cwd=None, created_at=10), [user(0, "mine")]),
+         (header("other-nocwd", cwd=None), [])],
         with_caller=False,
     )
     reply = await h.call("session_trace", {})
@@ -72,15 +69,12 @@ async def test_caller_without_workspace(make_harness: HarnessFactory) -> None:
 
 async def test_parent_guess_oracle(make_harness: HarnessFactory) -> None:
     """40: a hidden parent and a nonexistent one answer identically, without searching."""
-    h = make_harness(
-        [
-            (header("hidden-parent", cwd="/outside"), []),
-            (header("child", parent="hidden-parent"), [user(0, "needle")]),
-        ]
-    )
-    hidden = await h.call(
-        "session_search", {"query": "needle", "parent_session_ids": ["hidden-parent"]}
-    )
+    h = make_harness([
+        (header("hidden-parent", cwd="/outside"), []),
+        (header("child", parent="hidden-parent"), [user(0, "needle")]),
+    ])
+    hidden = await h.call("session_search",
+                          {"query": "needle", "parent_session_ids": ["hidden-parent"]})
     missing = await h.call("session_search", {"query": "needle", "parent_session_ids": ["nope"]})
     assert hidden.text == missing.text == "No prior session matches found."
     assert "child" not in hidden.text
@@ -96,16 +90,11 @@ async def test_parent_dedup_and_authorization(make_harness: HarnessFactory) -> N
         (["missing"], (None,)),
     ]:
         before = len(h.spy.calls_to("search_sessions"))
-        reply = await h.call(
-            "session_search",
-            {
-                "query": "q",
-                "parent_session_ids": requested,
-                "include_root_sessions": True,
-            },
-        )
+        reply = await h.call("session_search", {
+            "query": "q", "parent_session_ids": requested, "include_root_sessions": True,
+        })
         assert reply.ok
-        ((args, _),) = h.spy.calls_to("search_sessions")[before:]
+        (args, _), = h.spy.calls_to("search_sessions")[before:]
         assert [f for f in args[1] if isinstance(f, ParentFilter)] == [ParentFilter(expected)]
     (args, _), *_ = h.spy.calls_to("filter_sessions")
     assert list(args[0]) == [IdFilter(("visible", "hidden", "missing")), CwdFilter(("/work",))]
@@ -113,7 +102,6 @@ async def test_parent_dedup_and_authorization(make_harness: HarnessFactory) -> N
 
 async def test_unrequested_and_foreign_records_are_ignored(make_harness: HarnessFactory) -> None:
     """42."""
-
     def filter_sessions(_filters: Any) -> list[SessionRecord]:
         stray = h.real("get_session")("stray")
         foreign = h.real("get_session")("asked")
@@ -131,14 +119,9 @@ async def test_unrequested_and_foreign_records_are_ignored(make_harness: Harness
 async def test_validation_precedes_authorization(make_harness: HarnessFactory) -> None:
     """43."""
     h = make_harness()
-    reply = await h.call(
-        "session_search",
-        {
-            "query": "q",
-            "parent_session_ids": ["p"],
-            "event_seq_from": -1,
-        },
-    )
+    reply = await h.call("session_search", {
+        "query": "q", "parent_session_ids": ["p"], "event_seq_from": -1,
+    })
     assert error_of(reply)[0] == "SESSION_QUERY_INVALID_FILTER"
     assert [name for name, *_ in h.spy.calls] == ["get_session"]  # only the caller lookup
 
@@ -147,11 +130,8 @@ async def test_parent_preauthorization_failure_is_sanitized(
     make_harness: HarnessFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     """44."""
-    h = make_harness(
-        filter_sessions=raiser(
-            SessionQueryError("conflict about secret-session-77", "SESSION_QUERY_SOURCE_CONFLICT")
-        )
-    )
+    h = make_harness(filter_sessions=raiser(
+        SessionQueryError("conflict about secret-session-77", "SESSION_QUERY_SOURCE_CONFLICT")))
     with caplog.at_level(logging.WARNING, logger="sessionq.tools"):
         reply = await h.call("session_search", {"query": "q", "parent_session_ids": ["p"]})
     assert error_of(reply) == FAILED
@@ -165,9 +145,8 @@ async def test_direct_target_authorization_failure_is_sanitized(
     make_harness: HarnessFactory,
 ) -> None:
     """45."""
-    h = make_harness(
-        filter_sessions=raiser(SessionQueryError("secret", "SESSION_QUERY_SOURCE_CONFLICT"))
-    )
+    h = make_harness(filter_sessions=raiser(
+        SessionQueryError("secret", "SESSION_QUERY_SOURCE_CONFLICT")))
     reply = await h.call("session_event_search", {"session_id": "other", "query": "q"})
     assert error_of(reply) == FAILED
     assert not h.spy.calls_to("search_events")
@@ -176,18 +155,10 @@ async def test_direct_target_authorization_failure_is_sanitized(
 @pytest.mark.parametrize(
     ("tool", "arguments", "method", "message"),
     [
-        (
-            "session_search",
-            {"query": "q", "parent_session_ids": ["p"]},
-            "filter_sessions",
-            "parent preauthorization cancelled",
-        ),  # 46
-        (
-            "session_event_search",
-            {"session_id": "other", "query": "q"},
-            "filter_sessions",
-            "direct-target authorization cancelled",
-        ),  # 90
+        ("session_search", {"query": "q", "parent_session_ids": ["p"]}, "filter_sessions",
+         "parent preauthorization cancelled"),  # 46
+        ("session_event_search", {"session_id": "other", "query": "q"}, "filter_sessions",
+         "direct-target authorization cancelled"),  # 90
         ("session_trace", {}, "trace_session", "session_trace cancelled"),  # 54
         ("session_event_trace", {"seq": 0}, "trace_event", "session_event_trace cancelled"),  # 55
         ("session_event_read", {"seq": 0}, "read_event", "session_event_read cancelled"),  # 56
@@ -195,12 +166,8 @@ async def test_direct_target_authorization_failure_is_sanitized(
     ],
 )
 async def test_cancellation_waits_for_the_service_and_wins(
-    make_harness: HarnessFactory,
-    caplog: pytest.LogCaptureFixture,
-    tool: str,
-    arguments: dict[str, Any],
-    method: str,
-    message: str,
+    make_harness: HarnessFactory, caplog: pytest.LogCaptureFixture,
+    tool: str, arguments: dict[str, Any], method: str, message: str,
 ) -> None:
     gate = Gate()
     h = make_harness([(header("other"), [])])
@@ -234,11 +201,8 @@ async def test_abort_beats_a_late_failure(make_harness: HarnessFactory) -> None:
 
     h = make_harness(trace_session=gate.hold(fail))
     reply = await cancel_while_in_flight(
-        h,
-        gate,
-        {"code": "SESSION_QUERY_ABORTED", "message": "lineage trace cancelled first"},
-        "session_trace",
-        {},
+        h, gate, {"code": "SESSION_QUERY_ABORTED", "message": "lineage trace cancelled first"},
+        "session_trace", {},
     )
     assert reply.text == "Error: lineage trace cancelled first"
     assert "hidden-9" not in reply.text
@@ -246,23 +210,17 @@ async def test_abort_beats_a_late_failure(make_harness: HarnessFactory) -> None:
 
 async def test_lineage_redaction(make_harness: HarnessFactory) -> None:
     """47."""
-    h = make_harness(
-        [
-            (header("hidden-parent", cwd="/outside", created_at=1), []),
-            (header("target", created_at=2, parent="hidden-parent"), [title(0, "Target title")]),
-            (header("visible-child", created_at=30, parent="target"), []),
-            (header("hidden-child", cwd="/outside", created_at=40, parent="target"), []),
-            (header("grandchild", created_at=50, parent="hidden-child"), []),
-        ]
-    )
+    h = make_harness([
+        (header("hidden-parent", cwd="/outside", created_at=1), []),
+        (header("target", created_at=2, parent="hidden-parent"), [title(0, "Target title")]),
+        (header("visible-child", created_at=30, parent="target"), []),
+        (header("hidden-child", cwd="/outside", created_at=40, parent="target"), []),
+        (header("grandchild", created_at=50, parent="hidden-child"), []),
+    ])
     reply = await h.call("session_trace", {"session_id": "target"})
     assert reply.ok
-    for visible in (
-        "Target title",
-        "visible-child",
-        "[outside workspace boundary]",
-        "[outside workspace subtree]",
-    ):
+    for visible in ("Target title", "visible-child", "[outside workspace boundary]",
+                    "[outside workspace subtree]"):
         assert visible in reply.text
     for hidden in ("hidden-parent", "hidden-child", "grandchild"):
         assert hidden not in reply.text
@@ -270,13 +228,11 @@ async def test_lineage_redaction(make_harness: HarnessFactory) -> None:
 
 async def test_real_ancestor_cycle_is_invalid_lineage(make_harness: HarnessFactory) -> None:
     """48."""
-    h = make_harness(
-        [
-            (header("cycle-a", cwd="/outside", parent="cycle-b"), []),
-            (header("cycle-b", cwd="/outside", parent="cycle-a"), []),
-            (header("target", parent="cycle-a"), []),
-        ]
-    )
+    h = make_harness([
+        (header("cycle-a", cwd="/outside", parent="cycle-b"), []),
+        (header("cycle-b", cwd="/outside", parent="cycle-a"), []),
+        (header("target", parent="cycle-a"), []),
+    ])
     reply = await h.call("session_trace", {"session_id": "target"})
     assert error_of(reply) == ("SESSION_QUERY_INVALID_LINEAGE", "session lineage is invalid")
     assert "cycle-" not in reply.text
@@ -286,10 +242,8 @@ async def test_real_ancestor_cycle_is_invalid_lineage(make_harness: HarnessFacto
     ("error", "expected"),
     [
         (SessionQueryError("secret", "SESSION_QUERY_SOURCE_CONFLICT"), FAILED),  # 49
-        (
-            SessionQueryError("secret", "SESSION_QUERY_PERSISTENCE_FAILED"),
-            ("SESSION_QUERY_PERSISTENCE_FAILED", "session history storage is unavailable"),
-        ),  # 50
+        (SessionQueryError("secret", "SESSION_QUERY_PERSISTENCE_FAILED"),
+         ("SESSION_QUERY_PERSISTENCE_FAILED", "session history storage is unavailable")),  # 50
         (RuntimeError("secret"), FAILED),  # 51
     ],
 )
@@ -307,10 +261,8 @@ async def test_trace_failures_are_sanitized(
     [("session_event_trace", {"seq": 99}), ("session_event_read", {"seq": 99})],
 )
 async def test_missing_event_is_sanitized(
-    make_harness: HarnessFactory,
-    caplog: pytest.LogCaptureFixture,
-    tool: str,
-    arguments: dict[str, Any],
+    make_harness: HarnessFactory, caplog: pytest.LogCaptureFixture,
+    tool: str, arguments: dict[str, Any],
 ) -> None:
     """52-53 (the real store's own EVENT_NOT_FOUND message stays in the log)."""
     h = make_harness()
@@ -335,17 +287,14 @@ async def test_abort_discards_a_late_success(make_harness: HarnessFactory) -> No
 
 async def test_branching_descendants(make_harness: HarnessFactory) -> None:
     """59 (built in the real store rather than mocked)."""
-    h = make_harness(
-        [
-            (header("branch-target", created_at=20), []),
-            (header("branch-first", created_at=30, parent="branch-target"), []),
-            (header("branch-nested", created_at=40, parent="branch-first"), []),
-            (header("branch-hidden", cwd="/outside", created_at=50, parent="branch-first"), []),
-            (header("hidden-descendant", created_at=60, parent="branch-hidden"), []),
-            (header("branch-last", created_at=70, parent="branch-target"), []),
-        ],
-        live=("caller", "branch-first", "branch-nested", "branch-last"),
-    )
+    h = make_harness([
+        (header("branch-target", created_at=20), []),
+        (header("branch-first", created_at=30, parent="branch-target"), []),
+        (header("branch-nested", created_at=40, parent="branch-first"), []),
+        (header("branch-hidden", cwd="/outside", created_at=50, parent="branch-first"), []),
+        (header("hidden-descendant", created_at=60, parent="branch-hidden"), []),
+        (header("branch-last", created_at=70, parent="branch-target"), []),
+    ], live=("caller", "branch-first", "branch-nested", "branch-last"))
     reply = await h.call("session_trace", {"session_id": "branch-target"})
     assert reply.text.endswith(
         "Descendants:\n"
@@ -360,13 +309,11 @@ async def test_branching_descendants(make_harness: HarnessFactory) -> None:
 
 async def test_complete_and_unresolved_lineage(make_harness: HarnessFactory) -> None:
     """60."""
-    h = make_harness(
-        [
-            (header("visible-root", created_at=1), []),
-            (header("mid", created_at=2, parent="visible-root"), []),
-            (header("orphan", created_at=3, parent="missing-parent-id"), []),
-        ]
-    )
+    h = make_harness([
+        (header("visible-root", created_at=1), []),
+        (header("mid", created_at=2, parent="visible-root"), []),
+        (header("orphan", created_at=3, parent="missing-parent-id"), []),
+    ])
     reply = await h.call("session_trace", {"session_id": "mid"})
     assert "- visible-root — untitled" in reply.text
     assert "[outside workspace boundary]" not in reply.text
@@ -377,7 +324,6 @@ async def test_complete_and_unresolved_lineage(make_harness: HarnessFactory) -> 
 
 async def test_unavailable_target_and_caller_descendant(make_harness: HarnessFactory) -> None:
     """61 (mocked trace: neither flag on the target; the caller as a persisted descendant)."""
-
     def trace_session(_target: str) -> SessionTrace:
         target = h.real("get_session")("target")
         me = h.real("get_session")("caller")
@@ -402,44 +348,19 @@ def moved(observed: Any) -> Any:
 @pytest.mark.parametrize(
     ("tool", "arguments", "method", "rewrite"),
     [
-        (
-            "session_event_search",
-            {"session_id": "other", "query": "payload"},
-            "search_events",
-            lambda page: replace(page, session=moved(page.session)),
-        ),
-        (
-            "session_trace",
-            {"session_id": "other"},
-            "trace_session",
-            lambda trace: replace(
-                trace, target=replace(trace.target, header=moved(trace.target.header))
-            ),
-        ),
-        (
-            "session_event_trace",
-            {"session_id": "other", "seq": 0},
-            "trace_event",
-            lambda trace: replace(trace, session=moved(trace.session)),
-        ),
-        (
-            "session_event_read",
-            {"session_id": "other", "seq": 0},
-            "read_event",
-            lambda window: replace(window, session=moved(window.session)),
-        ),
-        (
-            "session_event_read",
-            {"session_id": "other", "seq": 0},
-            "read_title_snapshots",
-            lambda observations: [replace(o, header=moved(o.header)) for o in observations],
-        ),
-        (
-            "session_event_read",
-            {"seq": 1},
-            "read_event",  # 63: the caller's own session
-            lambda window: replace(window, session=moved(window.session)),
-        ),
+        ("session_event_search", {"session_id": "other", "query": "payload"}, "search_events",
+         lambda page: replace(page, session=moved(page.session))),
+        ("session_trace", {"session_id": "other"}, "trace_session",
+         lambda trace: replace(trace, target=replace(
+             trace.target, header=moved(trace.target.header)))),
+        ("session_event_trace", {"session_id": "other", "seq": 0}, "trace_event",
+         lambda trace: replace(trace, session=moved(trace.session))),
+        ("session_event_read", {"session_id": "other", "seq": 0}, "read_event",
+         lambda window: replace(window, session=moved(window.session))),
+        ("session_event_read", {"session_id": "other", "seq": 0}, "read_title_snapshots",
+         lambda observations: [replace(o, header=moved(o.header)) for o in observations]),
+        ("session_event_read", {"seq": 1}, "read_event",  # 63: the caller's own session
+         lambda window: replace(window, session=moved(window.session))),
     ],
 )
 async def test_observations_are_rechecked(
@@ -459,27 +380,19 @@ async def test_title_rejections(
     make_harness: HarnessFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     """84-86, 89: per-id title failures become markers; UNAUTHORIZED fails the call."""
-
     def titles_with(errors: dict[str, Any]) -> Any:
         def read(ids: Any) -> list[TitleObservation]:
             out = h.real("read_title_snapshots")(ids)
-            return [
-                TitleObservation(o.session_id, error=errors[o.session_id])
-                if o.session_id in errors
-                else o
-                for o in out
-            ]
-
+            return [TitleObservation(o.session_id, error=errors[o.session_id])
+                    if o.session_id in errors else o for o in out]
         return read
 
     from worker.contract.errors import HarnessError
 
-    h = make_harness(
-        [
-            (header("first", parent="second"), [user(0, "needle")]),
-            (header("second"), [user(0, "needle")]),
-        ]
-    )
+    h = make_harness([
+        (header("first", parent="second"), [user(0, "needle")]),
+        (header("second"), [user(0, "needle")]),
+    ])
 
     class Unprintable(Exception):
         def __str__(self) -> str:
@@ -489,12 +402,10 @@ async def test_title_rejections(
         def __traceback__(self) -> Any:  # type: ignore[override]
             raise RuntimeError("nope")
 
-    h.spy.scripted["read_title_snapshots"] = titles_with(
-        {
-            "first": HarnessError("title backend failed", "TITLE_BACKEND"),
-            "second": "string failure",
-        }
-    )
+    h.spy.scripted["read_title_snapshots"] = titles_with({
+        "first": HarnessError("title backend failed", "TITLE_BACKEND"),
+        "second": "string failure",
+    })
     with caplog.at_level(logging.WARNING, logger="sessionq.tools"):
         reply = await h.call("session_trace", {"session_id": "second"})
     assert reply.ok
@@ -513,15 +424,13 @@ async def test_title_rejections(
     assert "untitled (title unavailable: SESSION_QUERY_TOOL_FAILED)" in reply.text
     assert "[unprintable session query failure]" in log_text(caplog)
 
-    h.spy.scripted["read_title_snapshots"] = titles_with(
-        {"second": SessionQueryError("secret", "SESSION_QUERY_PERSISTENCE_FAILED")}
-    )
+    h.spy.scripted["read_title_snapshots"] = titles_with({"second": SessionQueryError(
+        "secret", "SESSION_QUERY_PERSISTENCE_FAILED")})
     reply = await h.call("session_trace", {"session_id": "second"})
     assert "untitled (title unavailable: SESSION_QUERY_PERSISTENCE_FAILED)" in reply.text
 
-    h.spy.scripted["read_title_snapshots"] = titles_with(
-        {"second": HarnessError("second is hidden", "SESSION_QUERY_TOOL_UNAUTHORIZED")}
-    )
+    h.spy.scripted["read_title_snapshots"] = titles_with({"second": HarnessError(
+        "second is hidden", "SESSION_QUERY_TOOL_UNAUTHORIZED")})
     reply = await h.call("session_trace", {"session_id": "second"})
     assert error_of(reply) == UNAUTHORIZED
 
@@ -535,28 +444,17 @@ async def test_title_batch_failures(make_harness: HarnessFactory) -> None:
     h = make_harness()
     h.spy.scripted["read_title_snapshots"] = gate.hold(lambda: [])
     reply = await cancel_while_in_flight(
-        h,
-        gate,
-        {"code": "SESSION_QUERY_ABORTED", "message": "titles cancelled"},
-        "session_event_trace",
-        {"seq": 0},
+        h, gate, {"code": "SESSION_QUERY_ABORTED", "message": "titles cancelled"},
+        "session_event_trace", {"seq": 0},
     )
     assert error_of(reply) == ("SESSION_QUERY_ABORTED", "titles cancelled")
 
 
 async def test_relationship_trace(make_harness: HarnessFactory) -> None:
     """94."""
-    h = make_harness(
-        [
-            (
-                header("relationships"),
-                [
-                    user(0, "source"),
-                    assistant(1, "replacement", op=(0, 0), sources=[0]),
-                ],
-            )
-        ]
-    )
+    h = make_harness([(header("relationships"), [
+        user(0, "source"), assistant(1, "replacement", op=(0, 0), sources=[0]),
+    ])])
     reply = await h.call("session_event_trace", {"session_id": "relationships", "seq": 0})
     assert "Replacement chain: 1" in reply.text
     assert "Events cited directly as sources: none" in reply.text
@@ -566,17 +464,10 @@ async def test_relationship_trace(make_harness: HarnessFactory) -> None:
 
 async def test_step_events_trace_and_read(make_harness: HarnessFactory) -> None:
     """96."""
-    h = make_harness(
-        [
-            (
-                header("steps"),
-                [
-                    plain(0, "step/start", {"turn": 1, "step": 1}),
-                    plain(1, "step/end", {"turn": 1, "step": 1}),
-                ],
-            )
-        ]
-    )
+    h = make_harness([(header("steps"), [
+        plain(0, "step/start", {"turn": 1, "step": 1}),
+        plain(1, "step/end", {"turn": 1, "step": 1}),
+    ])])
     reply = await h.call("session_event_trace", {"session_id": "steps", "seq": 0})
     assert "Replaced by: none\nReplacement chain: none" in reply.text
     reply = await h.call("session_event_read", {"session_id": "steps", "seq": 0, "after": 1})

@@ -28,18 +28,14 @@ def error_of(reply: Any) -> tuple[str, str]:
 
 def scripted_search(h_ref: list[Harness], ids: list[str]) -> Any:
     """A provider returning real records of ``ids`` in this rank order, honouring ``limit``."""
-
     def search(_query: str, _sf: Any, _ef: Any, *, limit: int, **_kw: Any) -> SessionSearchPage:
         h = h_ref[0]
         hits = [
-            SessionHit(
-                h.real("get_session")(sid),
-                EventHit(sid, 0, "user/message", 1784851200000, "current", f"{sid} needle"),
-            )
+            SessionHit(h.real("get_session")(sid),
+                       EventHit(sid, 0, "user/message", 1784851200000, "current", f"{sid} needle"))
             for sid in ids
         ]
         return SessionSearchPage(items=hits[:limit], more=len(hits) > limit)
-
     return search
 
 
@@ -51,19 +47,13 @@ async def test_cap_skips_rejected_hits(make_harness: HarnessFactory) -> None:
     """64."""
     ref: list[Harness] = []
     h = make_harness(
-        sessions(
-            ("unauthorized", {"cwd": "/outside"}),
-            ("hidden-parent", {"cwd": "/outside"}),
-            ("alpha", {"parent": "hidden-parent"}),
-            ("beta", {}),
-            ("extra", {}),
-        ),
+        sessions(("unauthorized", {"cwd": "/outside"}), ("hidden-parent", {"cwd": "/outside"}),
+                 ("alpha", {"parent": "hidden-parent"}), ("beta", {}), ("extra", {})),
         config=ToolLimits(maxSearchResults=2),
     )
     ref.append(h)
     h.spy.scripted["search_sessions"] = scripted_search(
-        ref, ["caller", "unauthorized", "alpha", "beta", "extra"]
-    )
+        ref, ["caller", "unauthorized", "alpha", "beta", "extra"])
     reply = await h.call("session_search", {"query": "needle"})
     assert "1. Session alpha — Alpha" in reply.text
     assert "2. Session beta — Beta" in reply.text
@@ -76,10 +66,8 @@ async def test_cap_skips_rejected_hits(make_harness: HarnessFactory) -> None:
 async def test_rejected_hits_never_trigger_the_cap(make_harness: HarnessFactory) -> None:
     """65."""
     ref: list[Harness] = []
-    h = make_harness(
-        sessions(("authorized", {}), ("outside", {"cwd": "/outside"})),
-        config=ToolLimits(maxSearchResults=1),
-    )
+    h = make_harness(sessions(("authorized", {}), ("outside", {"cwd": "/outside"})),
+                     config=ToolLimits(maxSearchResults=1))
     ref.append(h)
     h.spy.scripted["search_sessions"] = scripted_search(ref, ["authorized", "caller", "outside"])
     reply = await h.call("session_search", {"query": "needle"})
@@ -90,15 +78,12 @@ async def test_rejected_hits_never_trigger_the_cap(make_harness: HarnessFactory)
 async def test_hit_parents_and_availability(make_harness: HarnessFactory) -> None:
     """80."""
     ref: list[Harness] = []
-    h = make_harness(
-        [
-            (header("parent"), []),
-            (header("child-of-parent", parent="parent"), []),
-            (header("child-of-caller", parent="caller"), []),
-            (header("root-hit"), []),
-        ],
-        live=("caller", "parent", "child-of-parent"),
-    )
+    h = make_harness([
+        (header("parent"), []),
+        (header("child-of-parent", parent="parent"), []),
+        (header("child-of-caller", parent="caller"), []),
+        (header("root-hit"), []),
+    ], live=("caller", "parent", "child-of-parent"))
     ref.append(h)
     base = scripted_search(ref, ["child-of-parent", "child-of-caller", "root-hit"])
 
@@ -120,7 +105,6 @@ async def test_provider_failures_are_sanitized_and_logged(
     make_harness: HarnessFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     """66-67."""
-
     def conflict(*_a: Any, **_k: Any) -> Any:
         try:
             raise ValueError("cause secret 1")
@@ -133,7 +117,8 @@ async def test_provider_failures_are_sanitized_and_logged(
         except KeyError as cause:
             raise RuntimeError("secret 4") from cause
 
-    h = make_harness([(header("other"), [])], search_sessions=conflict, search_events=plain_error)
+    h = make_harness([(header("other"), [])], search_sessions=conflict,
+                     search_events=plain_error)
     with caplog.at_level(logging.WARNING, logger="sessionq.tools"):
         first = await h.call("session_search", {"query": "q"})
         second = await h.call("session_event_search", {"session_id": "other", "query": "q"})
@@ -149,7 +134,6 @@ async def test_hostile_provider_errors(
     make_harness: HarnessFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """72-73, 77 end to end."""
-
     class ThrowingCode(SessionQueryError):
         @property
         def code(self) -> str:  # type: ignore[override]
@@ -165,11 +149,8 @@ async def test_hostile_provider_errors(
         raise RuntimeError("logger down")
 
     monkeypatch.setattr(boundary.LOG, "warning", warning)
-    h = make_harness(
-        search_sessions=lambda *a, **k: (_ for _ in ()).throw(
-            SessionQueryError("secret", "SESSION_QUERY_EVENT_NOT_FOUND")
-        )
-    )
+    h = make_harness(search_sessions=lambda *a, **k: (_ for _ in ()).throw(
+        SessionQueryError("secret", "SESSION_QUERY_EVENT_NOT_FOUND")))
     reply = await h.call("session_search", {"query": "q"})
     assert error_of(reply) == FAILED and "secret" not in reply.text
     assert len(calls) == 1
@@ -177,11 +158,8 @@ async def test_hostile_provider_errors(
 
 async def test_stale_provider_is_not_retried(make_harness: HarnessFactory) -> None:
     """78."""
-    h = make_harness(
-        search_sessions=lambda *a, **k: (_ for _ in ()).throw(
-            SessionQueryError("stale", "SESSION_QUERY_STALE_CURSOR")
-        )
-    )
+    h = make_harness(search_sessions=lambda *a, **k: (_ for _ in ()).throw(
+        SessionQueryError("stale", "SESSION_QUERY_STALE_CURSOR")))
     reply = await h.call("session_search", {"query": "q"})
     assert error_of(reply)[0] == "SESSION_QUERY_STALE_CURSOR"
     assert "retry the complete search call" in reply.text
@@ -198,22 +176,16 @@ async def test_provider_that_cannot_advance(make_harness: HarnessFactory) -> Non
 
 
 def seq_filters(h: Harness) -> list[SeqFilter]:
-    return [
-        f
-        for args, _ in h.spy.calls_to("search_events")
-        for f in args[2]
-        if isinstance(f, SeqFilter)
-    ]
+    return [f for args, _ in h.spy.calls_to("search_events") for f in args[2]
+            if isinstance(f, SeqFilter)]
 
 
 async def test_current_step_bounds(make_harness: HarnessFactory) -> None:
     """81-82."""
     h = make_harness([(header("other"), [user(0, "needle")])])
     await h.call("session_event_search", {"query": "needle", "seq_from": 0, "seq_to": 99})
-    await h.call(
-        "session_event_search",
-        {"session_id": "other", "query": "needle", "seq_from": 0, "seq_to": 99},
-    )
+    await h.call("session_event_search",
+                 {"session_id": "other", "query": "needle", "seq_from": 0, "seq_to": 99})
     assert seq_filters(h) == [SeqFilter(from_=0, to=1), SeqFilter(from_=0, to=99)]
     reply = await h.call("session_event_search", {"query": "needle", "seq_from": 2})
     assert reply.text == "Session caller — untitled\n\nNo prior event matches found."
@@ -223,9 +195,8 @@ async def test_current_step_bounds(make_harness: HarnessFactory) -> None:
 async def test_current_step_from_the_request(make_harness: HarnessFactory) -> None:
     """Deliberate difference 5: the envelope's ``step_seq`` wins over the stored log."""
     h = make_harness()
-    reply = await h.call(
-        "session_event_search", {"query": "prior needle"}, caller=Caller("caller", step_seq=1)
-    )
+    reply = await h.call("session_event_search", {"query": "prior needle"},
+                         caller=Caller("caller", step_seq=1))
     assert "No prior event matches found." in reply.text
     assert seq_filters(h) == [SeqFilter(from_=None, to=0)]
     assert not h.spy.calls_to("last_step_start_seq")
@@ -241,15 +212,10 @@ async def test_step_zero_quirk(make_harness: HarnessFactory) -> None:
 async def test_no_step_and_event_cap(make_harness: HarnessFactory) -> None:
     """83."""
     h = make_harness(
-        [
-            (header("caller", created_at=10), [user(0, "needle")]),
-            (
-                header("other"),
-                [user(0, "needle one"), user(1, "needle two"), user(2, "needle three")],
-            ),
-        ],
-        with_caller=False,
-        config=ToolLimits(maxSearchResults=2),
+        [(header("caller", created_at=10), [user(0, "needle")]),
+         (header("other"),
+          [user(0, "needle one"), user(1, "needle two"), user(2, "needle three")])],
+        with_caller=False, config=ToolLimits(maxSearchResults=2),
     )
     reply = await h.call("session_event_search", {"query": "needle"})
     assert error_of(reply) == (
@@ -299,8 +265,7 @@ async def test_trace_tools_have_no_default_deadline(make_harness: HarnessFactory
 
 
 async def test_plugin_events_are_searchable_in_order(make_harness: HarnessFactory) -> None:
-    h = make_harness(
-        [(header("other"), [plain(0, "turn/start", {"turn": 1}), user(1, "alpha needle")])]
-    )
+    h = make_harness([(header("other"), [plain(0, "turn/start", {"turn": 1}),
+                                         user(1, "alpha needle")])])
     reply = await h.call("session_event_search", {"session_id": "other", "query": "needle"})
     assert "1. seq 1 | user/message | current | 2026-07-24T00:00:01.000Z" in reply.text

@@ -43,9 +43,7 @@ def surface_log() -> list[dict[str, Any]]:
 async def test_event_trace_worked_examples(make_harness: HarnessFactory) -> None:
     h = make_harness([(header("sess-b"), surface_log())])
     reply = await h.call("session_event_trace", {"session_id": "sess-b", "seq": 4})
-    assert (
-        reply.text
-        == """\
+    assert reply.text == """\
 Session sess-b — Fix flaky parser
 Target: seq 4 | assistant/message | shadowed | 2026-07-24T00:00:30.000Z
 Replaced by: 8
@@ -53,11 +51,8 @@ Replacement chain: 8
 Events replaced by target: 3
 Events cited directly as sources: 3, 2
 Direct derived events: 8"""
-    )
     reply = await h.call("session_event_trace", {"session_id": "sess-b", "seq": 2})
-    assert (
-        reply.text
-        == """\
+    assert reply.text == """\
 Session sess-b — Fix flaky parser
 Target: seq 2 | assistant/chunk | log-only | 2026-07-24T00:00:20.000Z
 Replaced by: none
@@ -65,7 +60,6 @@ Replacement chain: none
 Events replaced by target: none
 Events cited directly as sources: none
 Direct derived events: 3, 4, 8"""
-    )
     reply = await h.call("session_event_trace", {"session_id": "sess-b", "seq": 3})
     assert "Replaced by: 4\nReplacement chain: 4, 8\n" in reply.text
 
@@ -76,15 +70,15 @@ async def test_event_read_worked_example(make_harness: HarnessFactory) -> None:
         plain(1, "step/start", STEP_START),
         chunk(2),
         at(user(3, "original question about the parser", sources=[2]), BASE_TIME + 20_000),
-        at(assistant(4, "summary one\nsecond line", op=(3, 3), sources=[3, 2]), BASE_TIME + 30_000),
+        at(assistant(4, "summary one\nsecond line", op=(3, 3), sources=[3, 2]),
+           BASE_TIME + 30_000),
         user(5, "Check tokenizer.ts", time=1784851235000, msg_id="msg-5"),
         plain(6, "step/end", STEP_START, time=BASE_TIME + 36_000),
         title(7, "Fix flaky parser"),
     ]
     h = make_harness([(header("sess-b"), log)])
-    reply = await h.call(
-        "session_event_read", {"session_id": "sess-b", "seq": 5, "before": 2, "after": 1}
-    )
+    reply = await h.call("session_event_read",
+                         {"session_id": "sess-b", "seq": 5, "before": 2, "after": 1})
     assert reply.text == EVENT_READ_SESS_B_5
     reply = await h.call("session_event_read", {"session_id": "sess-b", "seq": 5, "before": 51})
     assert reply.text == "Error: session event window is invalid"
@@ -94,28 +88,15 @@ async def test_session_trace_worked_example(make_harness: HarnessFactory) -> Non
     h = make_harness(
         [
             (header("hidden-root", cwd="/other", created_at=0), []),
-            (
-                header("sess-b", created_at=BASE_TIME, parent="hidden-root"),
-                [title(0, "Fix flaky parser")],
-            ),
-            (
-                header("sess-c", created_at=BASE_TIME + DAY, parent="sess-b"),
-                [title(0, "Tokenizer follow-up")],
-            ),
-            (
-                header("sess-e", created_at=BASE_TIME + 2 * DAY, parent="sess-c"),
-                [title(0, "Cache audit")],
-            ),
+            (header("sess-b", created_at=BASE_TIME, parent="hidden-root"),
+             [title(0, "Fix flaky parser")]),
+            (header("sess-c", created_at=BASE_TIME + DAY, parent="sess-b"),
+             [title(0, "Tokenizer follow-up")]),
+            (header("sess-e", created_at=BASE_TIME + 2 * DAY, parent="sess-c"),
+             [title(0, "Cache audit")]),
             (header("sess-f", created_at=BASE_TIME + 3 * DAY, parent="sess-e"), []),
-            (
-                header(
-                    "sess-x",
-                    cwd="/other",
-                    created_at=BASE_TIME + 2 * DAY + DAY // 2,
-                    parent="sess-c",
-                ),
-                [],
-            ),
+            (header("sess-x", cwd="/other", created_at=BASE_TIME + 2 * DAY + DAY // 2,
+                    parent="sess-c"), []),
             (header("sess-x-child", created_at=BASE_TIME + 3 * DAY, parent="sess-x"), []),
             (header("sess-g", created_at=BASE_TIME + 3 * DAY + 50_000, parent="sess-c"), []),
         ],
@@ -125,16 +106,12 @@ async def test_session_trace_worked_example(make_harness: HarnessFactory) -> Non
 
     def titles(ids: Any) -> list[TitleObservation]:
         missing = SessionQueryError('session "sess-f" not found', "SESSION_QUERY_SESSION_NOT_FOUND")
-        return [
-            TitleObservation("sess-f", error=missing) if o.session_id == "sess-f" else o
-            for o in real_titles(ids)
-        ]
+        return [TitleObservation("sess-f", error=missing) if o.session_id == "sess-f" else o
+                for o in real_titles(ids)]
 
     h.spy.scripted["read_title_snapshots"] = titles
     reply = await h.call("session_trace", {"session_id": "sess-c"})
-    assert (
-        reply.text
-        == """\
+    assert reply.text == """\
 Session sess-c — Tokenizer follow-up
 Created: 2026-07-25T00:00:00.000Z
 Availability: persisted
@@ -149,7 +126,6 @@ Descendants:
 2026-07-27T00:00:00.000Z | persisted
 - [outside workspace subtree]
 - sess-g — untitled | 2026-07-27T00:00:50.000Z | live, persisted"""
-    )
     reply = await h.call("session_trace", {"session_id": "sess-b"})
     assert "Ancestors (nearest first):\n- [outside workspace boundary]\n" in reply.text
     assert "hidden-root" not in reply.text
@@ -157,7 +133,6 @@ Descendants:
 
 async def test_deep_lineage(make_harness: HarnessFactory) -> None:
     """93: a mocked lineage 3000 levels deep renders without recursion."""
-
     def record(sid: str, created: int) -> SessionRecord:
         return SessionRecord(SessionHeader(id=sid, createdAt=created, cwd="/work"), live=True)
 
@@ -167,9 +142,8 @@ async def test_deep_lineage(make_harness: HarnessFactory) -> None:
     assert node is not None
 
     def trace(_sid: str) -> SessionTrace:
-        return SessionTrace(
-            target=h.real("get_session")("caller"), ancestors=[], descendants=[node], complete=True
-        )
+        return SessionTrace(target=h.real("get_session")("caller"), ancestors=[],
+                            descendants=[node], complete=True)
 
     h = make_harness(trace_session=trace)
     reply = await h.call("session_trace", {})
@@ -179,25 +153,13 @@ async def test_deep_lineage(make_harness: HarnessFactory) -> None:
 
 async def test_read_with_unknown_type(make_harness: HarnessFactory) -> None:
     """95."""
-    h = make_harness(
-        [
-            (
-                header("read"),
-                [
-                    user(0, "before semantic text"),
-                    assistant(1, "target full text"),
-                    plain(
-                        2,
-                        "context/message",
-                        {"content": [{"type": "text", "text": "after semantic text"}]},
-                    ),
-                ],
-            )
-        ]
-    )
-    reply = await h.call(
-        "session_event_read", {"session_id": "read", "seq": 1, "before": 1, "after": 1}
-    )
+    h = make_harness([(header("read"), [
+        user(0, "before semantic text"),
+        assistant(1, "target full text"),
+        plain(2, "context/message", {"content": [{"type": "text", "text": "after semantic text"}]}),
+    ])])
+    reply = await h.call("session_event_read",
+                         {"session_id": "read", "seq": 1, "before": 1, "after": 1})
     text = reply.text
     assert "```json\n{" in text and '"text": "target full text"' in text
     assert "before semantic text" in text
@@ -208,25 +170,17 @@ async def test_read_with_unknown_type(make_harness: HarnessFactory) -> None:
 async def test_integration_with_the_real_index(make_harness: HarnessFactory) -> None:
     """101."""
     h = make_harness(
-        [
-            (
-                header("caller", created_at=10),
-                [
-                    plain(0, "turn/start", {"turn": 1}),
-                    user(1, "live integration needle"),
-                    plain(2, "step/start", STEP_START),
-                ],
-            ),
-            (header("persisted", created_at=20), [user(0, "persisted integration needle")]),
-        ],
+        [(header("caller", created_at=10), [
+            plain(0, "turn/start", {"turn": 1}), user(1, "live integration needle"),
+            plain(2, "step/start", STEP_START)]),
+         (header("persisted", created_at=20), [user(0, "persisted integration needle")])],
         with_caller=False,
     )
     reply = await h.call("session_search", {"query": "persisted integration needle"})
     assert "Session persisted" in reply.text
     assert "Session caller" not in reply.text
-    reply = await h.call(
-        "session_event_search", {"session_id": "persisted", "query": "persisted integration needle"}
-    )
+    reply = await h.call("session_event_search",
+                         {"session_id": "persisted", "query": "persisted integration needle"})
     assert "seq 0" in reply.text
     reply = await h.call("session_event_search", {"query": "live integration needle"})
     assert "1. seq 1 | user/message" in reply.text
@@ -234,24 +188,16 @@ async def test_integration_with_the_real_index(make_harness: HarnessFactory) -> 
 
 async def test_sub_millisecond_time_bounds_against_the_index(make_harness: HarnessFactory) -> None:
     """102."""
-    h = make_harness(
-        [
-            (
-                header("times"),
-                [
-                    user(0, "alpha phrase", time=BASE_TIME + 123),
-                    user(1, "alpha phrase", time=BASE_TIME + 124),
-                    user(2, "beta phrase", time=-124),
-                    user(3, "beta phrase", time=-123),
-                ],
-            )
-        ]
-    )
+    h = make_harness([(header("times"), [
+        user(0, "alpha phrase", time=BASE_TIME + 123),
+        user(1, "alpha phrase", time=BASE_TIME + 124),
+        user(2, "beta phrase", time=-124),
+        user(3, "beta phrase", time=-123),
+    ])])
 
     async def seqs(query: str, **bounds: str) -> list[int]:
-        reply = await h.call(
-            "session_event_search", {"session_id": "times", "query": query, **bounds}
-        )
+        reply = await h.call("session_event_search",
+                             {"session_id": "times", "query": query, **bounds})
         assert reply.ok, reply.text
         return sorted(int(m) for m in re.findall(r"^\d+\. seq (\d+) ", reply.text, re.M))
 

@@ -28,91 +28,44 @@ FILTER = "SESSION_QUERY_INVALID_FILTER"
 @pytest.mark.parametrize(
     ("arguments", "code", "message"),
     [
-        (
-            {"query": "   "},
-            "SESSION_QUERY_INVALID_QUERY",
-            "session-search query must contain non-whitespace text",
-        ),
-        (
-            {"query": "bad\0query"},
-            "SESSION_QUERY_INVALID_QUERY",
-            "session-search query must not contain NUL",
-        ),
+        ({"query": "   "}, "SESSION_QUERY_INVALID_QUERY",
+         "session-search query must contain non-whitespace text"),
+        ({"query": "bad\0query"}, "SESSION_QUERY_INVALID_QUERY",
+         "session-search query must not contain NUL"),
         ({"session_ids": []}, FILTER, "session_ids must contain at least one value when supplied"),
-        (
-            {"parent_session_ids": []},
-            FILTER,
-            "parent_session_ids must contain at least one value when supplied",
-        ),
-        (
-            {"availability": []},
-            FILTER,
-            "availability must contain at least one value when supplied",
-        ),
-        (
-            {"availability": ["archived"]},
-            "INVALID_ARGS",
-            'invalid arguments: "availability[0]" must be one of ["live","persisted"]',
-        ),
+        ({"parent_session_ids": []}, FILTER,
+         "parent_session_ids must contain at least one value when supplied"),
+        ({"availability": []}, FILTER,
+         "availability must contain at least one value when supplied"),
+        ({"availability": ["archived"]}, "INVALID_ARGS",
+         'invalid arguments: "availability[0]" must be one of ["live","persisted"]'),
         ({"event_types": []}, FILTER, "event_types must contain at least one value when supplied"),
         ({"event_surfaces": []}, FILTER, "surfaces must contain at least one value when supplied"),
-        (
-            {"event_surfaces": ["hidden"]},
-            "INVALID_ARGS",
-            'invalid arguments: "event_surfaces[0]" must be one of ["current","shadowed","log-only"]',
-        ),
-        (
-            {"event_seq_from": -1},
-            FILTER,
-            "sequence lower bound must be a non-negative safe integer",
-        ),
-        (
-            {"event_seq_to": 2**53},
-            FILTER,
-            "sequence upper bound must be a non-negative safe integer",
-        ),
-        (
-            {"event_seq_from": 2, "event_seq_to": 1},
-            FILTER,
-            "session sequence range from must be less than or equal to to",
-        ),
-        (
-            {"created_at_from": "2026-07-24T10:00:00"},
-            FILTER,
-            "session created_at_from range must be an ISO 8601 timestamp with Z or a numeric offset",
-        ),
+        ({"event_surfaces": ["hidden"]}, "INVALID_ARGS",
+         'invalid arguments: "event_surfaces[0]" must be one of ["current","shadowed","log-only"]'),
+        ({"event_seq_from": -1}, FILTER,
+         "sequence lower bound must be a non-negative safe integer"),
+        ({"event_seq_to": 2**53}, FILTER,
+         "sequence upper bound must be a non-negative safe integer"),
+        ({"event_seq_from": 2, "event_seq_to": 1}, FILTER,
+         "session sequence range from must be less than or equal to to"),
+        ({"created_at_from": "2026-07-24T10:00:00"}, FILTER,
+         "session created_at_from range must be an ISO 8601 timestamp with Z or a numeric offset"),
         *[
-            (
-                {"created_at_from": bad},
-                FILTER,
-                "session created_at_from range must be a valid ISO 8601 timestamp",
-            )
+            ({"created_at_from": bad}, FILTER,
+             "session created_at_from range must be a valid ISO 8601 timestamp")
             for bad in (
-                "2026-02-30T10:00:00Z",
-                "2100-02-29T10:00:00Z",
-                "2026-04-31T10:00:00Z",
-                "2026-01-01T24:00:00Z",
-                "2026-01-01T00:60:00Z",
-                "2026-01-01T00:00:60Z",
-                "2026-01-01T00:00:00+24:00",
-                "2026-01-01T00:00:00+00:60",
+                "2026-02-30T10:00:00Z", "2100-02-29T10:00:00Z", "2026-04-31T10:00:00Z",
+                "2026-01-01T24:00:00Z", "2026-01-01T00:60:00Z", "2026-01-01T00:00:60Z",
+                "2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00+00:60",
             )
         ],
-        (
-            {"created_at_from": "2026-07-25T00:00:00Z", "created_at_to": "2026-07-24T00:00:00Z"},
-            FILTER,
-            "session created_at range from must be less than or equal to to",
-        ),
-        (
-            {"event_time_to": "2026-07-24"},
-            FILTER,
-            "session time_to range must be an ISO 8601 timestamp with Z or a numeric offset",
-        ),
-        (
-            {"event_seq_from": 1.5},
-            "INVALID_ARGS",
-            'invalid arguments: "event_seq_from" must be an integer',
-        ),
+        ({"created_at_from": "2026-07-25T00:00:00Z", "created_at_to": "2026-07-24T00:00:00Z"},
+         FILTER, "session created_at range from must be less than or equal to to"),
+        ({"event_time_to": "2026-07-24"}, FILTER,
+         "session time_to range must be an ISO 8601 timestamp with Z or a numeric offset"),
+        ({"event_seq_from": 1.5}, "INVALID_ARGS",
+         'invalid arguments: "event_seq_from" must be an integer'),
     ],
 )
 async def test_session_search_rejections(
@@ -129,24 +82,21 @@ async def test_session_search_rejections(
 async def test_full_translation(make_harness: HarnessFactory) -> None:
     """Row 27: exactly one request with the filters of §9.6 in order, no paging arguments."""
     h = make_harness([(header("parent", created_at=5), [])], live=("caller", "parent"))
-    reply = await h.call(
-        "session_search",
-        {
-            "query": "  alpha   beta ",
-            "session_ids": ["a", "b"],
-            "created_at_from": "2026-07-24T00:00:00+08:00",
-            "created_at_to": "2026-07-24T01:00:00+08:00",
-            "parent_session_ids": ["parent"],
-            "include_root_sessions": True,
-            "availability": ["live"],
-            "event_seq_from": 2,
-            "event_seq_to": 9,
-            "event_time_from": "2026-07-24T00:00:00Z",
-            "event_time_to": "2026-07-24T01:00:00Z",
-            "event_types": ["plugin/open-event"],
-            "event_surfaces": ["shadowed"],
-        },
-    )
+    reply = await h.call("session_search", {
+        "query": "  alpha   beta ",
+        "session_ids": ["a", "b"],
+        "created_at_from": "2026-07-24T00:00:00+08:00",
+        "created_at_to": "2026-07-24T01:00:00+08:00",
+        "parent_session_ids": ["parent"],
+        "include_root_sessions": True,
+        "availability": ["live"],
+        "event_seq_from": 2,
+        "event_seq_to": 9,
+        "event_time_from": "2026-07-24T00:00:00Z",
+        "event_time_to": "2026-07-24T01:00:00Z",
+        "event_types": ["plugin/open-event"],
+        "event_surfaces": ["shadowed"],
+    })
     assert reply.text == "No prior session matches found."
     [(args, kwargs)] = h.spy.calls_to("search_sessions")
     query, session_filters, event_filters = args
@@ -178,9 +128,8 @@ async def test_short_fractions_are_whole_milliseconds(
 ) -> None:
     """Rows 28-30."""
     h = make_harness()
-    await h.call(
-        "session_search", {"query": "q", "created_at_from": f"2026-07-24T00:00:00.{fraction}Z"}
-    )
+    await h.call("session_search", {"query": "q",
+                                    "created_at_from": f"2026-07-24T00:00:00.{fraction}Z"})
     bound = created_at(h).from_
     assert bound == BASE + offset and isinstance(bound, int)
 
@@ -188,14 +137,11 @@ async def test_short_fractions_are_whole_milliseconds(
 async def test_same_millisecond_decimal_bounds(make_harness: HarnessFactory) -> None:
     """Row 31: a valid interval that contains no integer millisecond."""
     h = make_harness()
-    reply = await h.call(
-        "session_search",
-        {
-            "query": "q",
-            "created_at_from": "2026-07-24T00:00:00.12300001Z",
-            "created_at_to": "2026-07-24T08:00:00.1239999+08:00",
-        },
-    )
+    reply = await h.call("session_search", {
+        "query": "q",
+        "created_at_from": "2026-07-24T00:00:00.12300001Z",
+        "created_at_to": "2026-07-24T08:00:00.1239999+08:00",
+    })
     assert reply.text == "No prior session matches found."
     bounds = created_at(h)
     assert bounds.from_ is not None and bounds.to is not None
@@ -215,14 +161,11 @@ async def test_sub_millisecond_ordering(
     make_harness: HarnessFactory, low: str, high: str, accepted: bool
 ) -> None:
     h = make_harness()
-    reply = await h.call(
-        "session_search",
-        {
-            "query": "q",
-            "created_at_from": f"2026-07-24T00:00:00.{low}Z",
-            "created_at_to": f"2026-07-24T00:00:00.{high}Z",
-        },
-    )
+    reply = await h.call("session_search", {
+        "query": "q",
+        "created_at_from": f"2026-07-24T00:00:00.{low}Z",
+        "created_at_to": f"2026-07-24T00:00:00.{high}Z",
+    })
     assert reply.ok is accepted
     assert len(h.spy.calls_to("search_sessions")) == (1 if accepted else 0)
     if not accepted:
@@ -234,26 +177,20 @@ async def test_sub_millisecond_ordering(
 async def test_bounds_across_zero(make_harness: HarnessFactory) -> None:
     """Row 35."""
     h = make_harness([(header("other"), [])])
-    await h.call(
-        "session_search",
-        {
-            "query": "q",
-            "created_at_from": "1970-01-01T00:00:00.0000001Z",
-            "event_time_to": "1969-12-31T23:59:59.9999999Z",
-        },
-    )
+    await h.call("session_search", {
+        "query": "q",
+        "created_at_from": "1970-01-01T00:00:00.0000001Z",
+        "event_time_to": "1969-12-31T23:59:59.9999999Z",
+    })
     [(args, _)] = h.spy.calls_to("search_sessions")
     assert created_at(h).from_ == 5e-324
     assert next(f for f in args[2] if isinstance(f, TimeFilter)).to == -5e-324
-    await h.call(
-        "session_event_search",
-        {
-            "session_id": "other",
-            "query": "q",
-            "time_from": "1969-12-31T23:59:59.87600001Z",
-            "time_to": "1969-12-31T19:59:59.8769999-04:00",
-        },
-    )
+    await h.call("session_event_search", {
+        "session_id": "other",
+        "query": "q",
+        "time_from": "1969-12-31T23:59:59.87600001Z",
+        "time_to": "1969-12-31T19:59:59.8769999-04:00",
+    })
     [(args, _)] = h.spy.calls_to("search_events")
     [time] = [f for f in args[2] if isinstance(f, TimeFilter)]
     assert time.from_ is not None and time.to is not None
@@ -268,8 +205,7 @@ async def test_platform_date_failure_is_invalid_filter(
     h = make_harness()
     reply = await h.call("session_search", {"query": "q", "created_at_from": "2026-07-24T00:00Z"})
     assert reply.error is not None and (reply.error.code, reply.error.message) == (
-        FILTER,
-        "session created_at_from range must be a valid ISO 8601 timestamp",
+        FILTER, "session created_at_from range must be a valid ISO 8601 timestamp"
     )
     assert not h.spy.calls_to("search_sessions")
 
@@ -277,15 +213,10 @@ async def test_platform_date_failure_is_invalid_filter(
 async def test_one_sided_bounds_and_parent_clauses(make_harness: HarnessFactory) -> None:
     """Row 37."""
     h = make_harness([(header("parent"), [])])
-    reply = await h.call(
-        "session_search",
-        {
-            "query": "q",
-            "created_at_from": "2024-02-29T00:00Z",
-            "event_time_to": "2000-02-29T00:00Z",
-            "include_root_sessions": True,
-        },
-    )
+    reply = await h.call("session_search", {
+        "query": "q", "created_at_from": "2024-02-29T00:00Z",
+        "event_time_to": "2000-02-29T00:00Z", "include_root_sessions": True,
+    })
     assert reply.ok
     reply = await h.call("session_search", {"query": "q", "parent_session_ids": ["parent"]})
     assert reply.ok
@@ -301,18 +232,10 @@ async def test_one_sided_bounds_and_parent_clauses(make_harness: HarnessFactory)
     [
         ("session_event_trace", {"seq": -1}, FILTER, "seq must be a non-negative safe integer"),
         ("session_event_read", {"seq": 2**53}, FILTER, "seq must be a non-negative safe integer"),
-        (
-            "session_event_read",
-            {"seq": 0, "before": -1},
-            FILTER,
-            "before must be a non-negative safe integer",
-        ),
-        (
-            "session_event_read",
-            {"seq": 0, "after": 1.5},
-            "INVALID_ARGS",
-            'invalid arguments: "after" must be an integer',
-        ),
+        ("session_event_read", {"seq": 0, "before": -1}, FILTER,
+         "before must be a non-negative safe integer"),
+        ("session_event_read", {"seq": 0, "after": 1.5}, "INVALID_ARGS",
+         'invalid arguments: "after" must be an integer'),
     ],
 )
 async def test_trace_and_read_integers(
