@@ -35,10 +35,10 @@ from indexer.errors import (
     RecordRejectedError,
     SessionqError,
 )
-from indexer.ingest import Rejection, ingest_files
 from indexer.logs.reader import read_log
 from indexer.model.records import EventsRecord, EventStreamRecord, HeaderRecord
 from indexer.query.service import StoreQueryService
+from indexer.sources.files import Rejection, ingest_files
 from indexer.stats import store_stats
 from indexer.store.layout import sqlite_path
 from indexer.store.records.store import Store
@@ -87,6 +87,7 @@ DISK_IO = "disk I/O error"
 NO_SPACE = "No space left on device"
 # What a full disk is reported as, whichever error carried it (indexer/store/failure.py).
 INDEX_FULL = f"disk full: the index could not write ({NO_SPACE})"
+INDEX_IO = "index writer failed: Input/output error"  # an I/O error that is not a full disk
 SQLITE_FULL = "disk full: SQLite could not write (database or disk is full)"
 
 
@@ -268,7 +269,7 @@ def test_documents_staged_by_a_failing_record_are_dropped(
         monkeypatch,
         TantivyIndex,
         "upsert",
-        lambda: OSError(NO_SPACE),
+        lambda: OSError(INDEX_IO),
         when=docs_of("bad-b"),
         after=True,
     )
@@ -276,10 +277,45 @@ def test_documents_staged_by_a_failing_record_are_dropped(
     err = _apply_batch_with_failing_b(data, _b_units(unit, tmp_path), RecordFailedError)
 
     assert injection.fired == 1
-    assert err.value.message == f"internal error: {INDEX_FULL}"
+    assert err.value.message == f"internal error: OSError: {INDEX_IO}"
     expected = _expected_after_failing_b(tmp_path, unit)
     assert snapshot(data) == expected
     assert store_stats(data).documents == len(expected["documents"]) == 4  # A: 2, C: 2
+    assert found(data, "bluebird") == set()
+
+
+@pytest.mark.parametrize("unit", ["records", "log"])
+def test_a_full_disk_inside_a_record_loses_the_batch_not_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unit: str
+) -> None:
+    """The store decides whose fault a failure is: a full disk is never a record's, so
+    every source replays the batch instead of dead-lettering or reporting the record."""
+    injection = inject(
+        monkeypatch,
+        TantivyIndex,
+        "upsert",
+        lambda: OSError(NO_SPACE),
+        when=docs_of("bad-b"),
+        after=True,
+    )
+    data = tmp_path / "data"
+    store = Store(data)
+    try:
+        for r in _records(A, A_EVENTS):
+            store.apply(r)
+        store.commit()
+        for r in _records(C, C_EVENTS):
+            store.apply(r)
+        with pytest.raises(BatchAbortedError) as err:
+            for b in _b_units(unit, tmp_path):
+                store.apply(b)
+        assert injection.fired == 1
+        assert err.value.message == INDEX_FULL
+        store.commit()  # nothing left of the lost batch to commit
+    finally:
+        store.close()
+    assert found(data, "apricot") == {"ok-a"}
+    assert found(data, "cherry") == set(), "the rest of the lost batch was stored"
     assert found(data, "bluebird") == set()
 
 
@@ -555,14 +591,14 @@ def _fail_document(mp: pytest.MonkeyPatch) -> Injection:
 
 
 def _fail_upsert(mp: pytest.MonkeyPatch) -> Injection:
-    exc = lambda: OSError(NO_SPACE)  # noqa: E731
+    exc = lambda: OSError(INDEX_IO)  # noqa: E731
     return inject(mp, TantivyIndex, "upsert", exc, when=docs_of("s3"), after=True)
 
 
 RECORD_FAILURES: dict[str, tuple[Callable[[pytest.MonkeyPatch], Injection], str]] = {
     "rows": (_fail_rows, f"internal error: OperationalError: {DISK_IO}"),
     "index-document": (_fail_document, "index document s3#1: term too long for the index"),
-    "index-upsert": (_fail_upsert, f"internal error: {INDEX_FULL}"),
+    "index-upsert": (_fail_upsert, f"internal error: OSError: {INDEX_IO}"),
 }
 
 

@@ -1,31 +1,34 @@
 """A data directory: the SQLite tables, the Tantivy index, the writer and the commit
-protocol behind one handle. One writer process per data directory; readers open
-``indexer.query.service.StoreQueryService`` on the same directory.
+protocol behind one handle. One process writes a data dir at a time (the writer lease,
+``indexer.store.lease``); readers open ``indexer.query.service.StoreQueryService`` on
+the same directory, in any process.
 
-``Store.apply`` is the one record path: ``sessionq ingest``, the Kafka indexer and
-embedded ``serve`` all apply through it, under one failure rule:
+``Store.apply`` is the one record path: every source (``indexer.sources``: files once,
+watched files, the Kafka topic) applies through it, and it alone decides whose fault a
+failure is:
 
 * the record runs inside a SQLite savepoint and an index mark;
 * if it raises, both are rolled back: none of its rows and none of its staged index
   documents survive, the rest of the open batch stands. A seq-gap rejection then marks
   the session *held*, the one state change a rejection leaves;
-* the error comes back typed: ``RecordRejectedError`` (the record is bad),
-  ``RecordFailedError`` (anything unexpected, a bug or an I/O error), or
-  ``BatchAbortedError`` when SQLite lost the whole transaction (e.g. a full disk) —
-  then the whole batch is gone, as after a failed ``commit``.
+* the **record's** fault comes back as ``RecordRejectedError`` (the record is bad) or
+  ``RecordFailedError`` (anything unexpected, a bug): the caller reports or dead-letters
+  that record and goes on;
+* the **batch's** fault comes back as ``BatchAbortedError``: SQLite lost the whole
+  transaction, the index writer failed, or the disk is full (a full disk is never a
+  record's fault, whatever raised it). The whole batch is gone, as after a failed
+  ``commit``; the caller replays it from its last committed position.
 
-After a commit the dir may train its own zstd dictionary (``indexer.store.blocks.dictionaries``).
-A commit that follows an applied delete runs a purge pass (``indexer.store.maintenance.purge``), so
-the deleted session's bytes leave the files too; ``purge_if_due`` is the idle tick.
-
-What happens next is the caller's policy: the indexer dead-letters a failed record and
-seeks back after a lost batch, ingest reports the file, ``serve`` retries from the
-watcher's last applied position.
+After a commit the dir may train its own zstd dictionary
+(``indexer.store.blocks.dictionaries``). A commit that follows an applied delete runs a
+purge pass (``indexer.store.maintenance.purge``), so the deleted session's bytes leave
+the files too; ``purge_if_due`` is the idle tick.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -39,7 +42,7 @@ from indexer.failpoints import DISARMED, FailPoints
 from indexer.logs.reader import SessionLog
 from indexer.model.records import EventStreamRecord, record_session_id
 from indexer.store.blocks.dictionaries import Dictionaries
-from indexer.store.failure import describe
+from indexer.store.failure import describe, is_disk_full
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.maintenance.index_format import clear_stale_index, rebuild
 from indexer.store.maintenance.purge import MIN_INTERVAL_S, Purger, PurgeReport
@@ -111,7 +114,7 @@ class Store:
         return applied
 
     def apply_fresh(self, fresh: FreshLog) -> Applied | None:
-        """Apply a log planned off the writer (``indexer.ingest_parallel``) under the same
+        """Apply a log planned off the writer (``indexer.sources.parallel``) under the same
         rule as ``apply``; ``None`` when the store holds the session already (nothing was
         written: apply the log itself)."""
         return self._atomic(fresh.header.id, lambda: self.writer.apply_fresh(fresh))
@@ -128,6 +131,9 @@ class Store:
             self.index.rollback_to(mark)
             if not isinstance(exc, Exception):
                 raise
+            if is_disk_full(exc):
+                self.abort()
+                raise BatchAbortedError(describe(exc)) from exc
             if not isinstance(exc, SessionqError):
                 raise RecordFailedError(f"internal error: {describe(exc)}") from exc
             if isinstance(exc, RecordRejectedError) and exc.hold is not None:
@@ -157,6 +163,17 @@ class Store:
             raise
         self.dictionaries.after_commit()
         self.purger.after_commit()
+
+    def note_source(
+        self, session_id: str, path: str, signature: tuple[int, int] | None
+    ) -> None:
+        """Record, in the open batch, the log file a session was applied from and its
+        signature then (``indexer.sources.local``). A failure here loses the batch."""
+        try:
+            self.tables.set_watched_source(session_id, path, signature)
+        except sqlite3.Error as exc:
+            self.abort()
+            raise BatchAbortedError(f"the open batch was lost: {describe(exc)}") from exc
 
     def mark_caught_up(self, when: float) -> None:
         """Record that this dir's Kafka indexer reached the end of its topic once (a

@@ -1,17 +1,19 @@
-"""The Kafka indexer: every partition of the events topic -> the store, batch by batch.
+"""The Kafka source: every partition of the events topic -> the store, batch by batch.
 
-Order of one batch: poll records (all partitions) -> decode and apply each record through
-the record path (``Store.apply``; a record that cannot be parsed or applied is rolled
-back and queued to the DLQ with its reason and source coordinates; its partition keeps
-flowing) -> when N records or T ms have passed, wait for the DLQ acknowledgements, then
-commit the store with the next offsets (Tantivy, then one SQLite transaction holding
-rows + offsets; see ``indexer.store.records.checkpoint``). When the batch is lost (a
-failed commit, or SQLite ended the transaction itself) the source seeks back to the stored
-offsets and the batch is replayed after a back-off, so nothing is lost and nothing is applied twice
-in effect. A record that failed because the disk is full is not the record's fault: it
-is not dead-lettered, the batch is replayed like a lost one. While batches keep failing
+Order of one batch: poll records (all partitions) -> decode each record and apply it
+through the record loop (``indexer.sources.loop``) -> when N records or T ms have passed,
+wait for the DLQ acknowledgements, then commit the store with the next offsets (Tantivy,
+then one SQLite transaction holding rows + offsets; ``indexer.store.records.checkpoint``).
+Policy on the loop's outcomes: a record the store refuses (or a value that is no record)
+is queued to the DLQ with its reason and source coordinates, and its partition keeps
+flowing; a lost batch (a failed commit, SQLite ending the transaction itself, a full
+disk) makes the source seek back to the stored offsets and replay it after a back-off,
+so nothing is lost and nothing is applied twice in effect. While batches keep failing
 the indexer reports not ready (``caught_up``; the cause is in ``readiness_notes``, one
 line, e.g. ``disk full: …``) and recovers by itself once a commit lands.
+
+The indexer holds its data dir's writer lease (``indexer.store.lease``) and never hands
+it over: its data dir is a replica of the topic.
 
 With ``--snapshot-every`` / ``--snapshot-to`` the indexer also publishes snapshots of its
 data dir (``indexer.snapshot.schedule``): started between batches, run beside it, never
@@ -33,14 +35,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer.errors import BatchAbortedError, RecordFailedError, SessionqError
+from indexer.errors import BatchAbortedError, SessionqError
 from indexer.kafka.client import EventsSource, InRecord, Producer
 from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.metrics import Metrics
 from indexer.model.records import DeleteRecord, decode_record, encode_record
 from indexer.settings import IndexerSettings
 from indexer.snapshot.schedule import SnapshotSchedule
-from indexer.store.failure import describe, is_disk_full
+from indexer.sources.loop import RecordLoop
+from indexer.store.failure import describe
+from indexer.store.lease import WriterLease
 from indexer.store.maintenance.purge import PurgeReport
 from indexer.store.maintenance.retention import Retention
 from indexer.store.records.store import Store
@@ -78,7 +82,10 @@ class Indexer:
         self.kafka = kafka
         self.metrics = metrics if metrics is not None else Metrics("indexer")
         self.counters = IndexerCounters()
+        self.lease = WriterLease(settings.data, "indexer")
+        self.lease.acquire_or_fail()
         self.store = Store(settings.data, on_purge=self._purged, failpoints=settings.failpoints)
+        self.loop = RecordLoop(self.store, self.metrics)
         self.source = EventsSource(kafka, kafka.events_topic)
         self.dlq = Producer(kafka, client_id="sessionq-indexer-dlq", max_request_size=DLQ_MAX_BYTES)
         # --retain-days: expired sessions leave as delete records on the events topic.
@@ -128,12 +135,13 @@ class Indexer:
                     await self.deletes.stop()
             finally:
                 self.store.close()
+                self.lease.release()
 
     def apply(self, record: InRecord) -> bool:
-        """Apply one record; a bad one is queued for the DLQ instead. False when the open
-        batch was lost and the caller must replay from the stored offsets."""
+        """Apply one record; a refused one is queued for the DLQ instead. False when the
+        open batch was lost and the caller must replay from the stored offsets."""
         try:
-            applied = self.store.apply(decode_record(record.value))
+            result = self.loop.apply(decode_record(record.value))
         except BatchAbortedError as exc:
             log.error(
                 "batch lost at %s[%d]@%d: %s",
@@ -144,36 +152,26 @@ class Indexer:
             )
             self._fail(exc.message)
             return False
-        except SessionqError as exc:
-            if isinstance(exc, RecordFailedError) and is_disk_full(exc):
-                log.error(
-                    "batch lost at %s[%d]@%d: %s",
-                    record.topic,
-                    record.partition,
-                    record.offset,
-                    describe(exc),
-                )
-                self.store.abort()
-                self._fail(describe(exc))
-                return False
-            if isinstance(exc, RecordFailedError):
-                log.error(
-                    "unexpected failure applying %s[%d]@%d: %s",
-                    record.topic,
-                    record.partition,
-                    record.offset,
-                    exc.message,
-                    exc_info=exc.__cause__,
-                )
+        except SessionqError as exc:  # the value is not a record
             self._dead_letter(record, exc.message, exc.code)
         else:
-            if applied.noop:
-                self.counters.noop += 1
-                self.metrics.records_noop.inc()
+            if result.error is not None:
+                if result.failed:
+                    log.error(
+                        "unexpected failure applying %s[%d]@%d: %s",
+                        record.topic,
+                        record.partition,
+                        record.offset,
+                        result.error.message,
+                        exc_info=result.error.__cause__,
+                    )
+                self._dead_letter(record, result.error.message, result.error.code)
             else:
-                self.counters.applied += 1
-                self.metrics.records_applied.labels(applied.kind).inc()
-            self.metrics.last_applied.set(time.time())
+                assert result.applied is not None
+                if result.applied.noop:
+                    self.counters.noop += 1
+                else:
+                    self.counters.applied += 1
         self._offsets[(record.topic, record.partition)] = record.offset + 1
         return True
 
@@ -289,7 +287,7 @@ class Indexer:
         if not self._offsets:
             return
         try:
-            self.store.commit(self._offsets)
+            self.loop.commit(self._offsets)
         except BatchAbortedError as exc:
             log.error("%s", exc.message)
             self._fail(exc.message)
@@ -302,7 +300,6 @@ class Indexer:
             self.failing = None
         self.counters.commits += 1
         self.counters.last_commit_ms = (time.perf_counter() - started) * 1000
-        self.metrics.commit_seconds.observe(self.counters.last_commit_ms / 1000)
         if self._on_commit is not None:
             res = self._on_commit(self.counters)
             if res is not None:

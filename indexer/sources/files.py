@@ -1,11 +1,12 @@
-"""Ingest session log files (dsh logs and roots, Claude Code and Codex trees through
-``indexer.logs.importers``) into a data directory.
+"""Logs once: ingest session log files (dsh logs and roots, Claude Code and Codex trees
+through ``indexer.logs.importers``) into a data directory (``sessionq ingest``).
 
-Each file is one unit of the record path (``Store.apply``): its header and its events
-apply together or not at all, so a rejected file leaves nothing behind and never stops
-the others. Policy on failure: a rejected or failed file is reported with its reason;
-a lost batch (failed commit) reports every file of that batch, and ingest carries on
-with the next ones.
+Each file is one unit of the record loop (``indexer.sources.loop``): its header and its
+events apply together or not at all, so a rejected file leaves nothing behind and never
+stops the others. Policy on the loop's outcomes: a file refused by the store (or one
+that cannot be read) is reported with its reason; a lost batch reports every file of
+that batch, and ingest carries on with the next ones. The caller holds the data dir's
+writer lease (``indexer.store.lease``) for the whole run.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from indexer.errors import BatchAbortedError, SessionqError
-from indexer.ingest_parallel import Compression, Outcome, PoolStats, prepared, worth_a_pool
+from indexer.errors import BatchAbortedError
 from indexer.logs.importers.detect import LogSource, read_source
 from indexer.logs.reader import LogRejectedError
+from indexer.sources.loop import RecordLoop, Result
+from indexer.sources.parallel import Compression, Outcome, PoolStats, prepared, worth_a_pool
 from indexer.store.records.store import Store
-from indexer.store.records.writer import Applied
 
 
 @dataclass(slots=True)
@@ -78,9 +79,9 @@ def _lost(files: list[Path], exc: BatchAbortedError, summary: IngestSummary) -> 
     return [Rejection(p, f"{p}: not stored: {exc.message}") for p in files]
 
 
-def _commit(store: Store, batch: _Batch, summary: IngestSummary) -> None:
+def _commit(loop: RecordLoop, batch: _Batch, summary: IngestSummary) -> None:
     try:
-        store.commit()
+        loop.commit()
     except BatchAbortedError as exc:
         summary.rejected.extend(_lost(batch.files, exc, summary))
     else:
@@ -98,8 +99,9 @@ def ingest_files(
 ) -> IngestSummary:
     """Apply every log (a bare path is a dsh log); commit every ``commit_every_events``
     events and at the end. ``jobs`` > 1 reads and plans the files in that many worker
-    processes (``indexer.ingest_parallel``); the result is the same, file for file."""
+    processes (``indexer.sources.parallel``); the result is the same, file for file."""
     items = list(files)
+    loop = RecordLoop(store)
     summary = IngestSummary()
     batch = _Batch()
     pool = PoolStats()
@@ -113,7 +115,7 @@ def ingest_files(
         path = item.path if isinstance(item, LogSource) else item
         summary.files += 1
         try:
-            applied = _apply(store, item, outcome)
+            result = _apply(loop, item, outcome)
         except LogRejectedError as exc:
             summary.rejected.append(Rejection(path, str(exc)))
         except OSError as exc:
@@ -121,12 +123,14 @@ def ingest_files(
         except BatchAbortedError as exc:
             summary.rejected.extend(_lost([*batch.files, path], exc, summary))
             batch.clear()
-        except SessionqError as exc:
-            summary.rejected.append(Rejection(path, f"{path}: {exc.message}"))
         else:
-            if applied is None:
+            if result is None:
                 summary.rejected.append(Rejection(path, outcome.reason))
+            elif result.error is not None:
+                summary.rejected.append(Rejection(path, f"{path}: {result.error.message}"))
             else:
+                applied = result.applied
+                assert applied is not None
                 batch.files.append(path)
                 if applied.noop:
                     batch.counts.unchanged += 1
@@ -135,10 +139,10 @@ def ingest_files(
                     batch.counts.events += applied.events
                     batch.counts.documents += applied.documents
                 if batch.counts.events >= commit_every_events:
-                    _commit(store, batch, summary)
+                    _commit(loop, batch, summary)
         if on_file is not None:
             on_file(path)
-    _commit(store, batch, summary)
+    _commit(loop, batch, summary)
     summary.worker_cpu_seconds = pool.cpu_seconds
     return summary
 
@@ -151,12 +155,12 @@ def _compression(store: Store) -> Compression:
     return Compression(did, data, store.tables.blocks.sealed_level)
 
 
-def _apply(store: Store, item: Path | LogSource, outcome: Outcome) -> Applied | None:
+def _apply(loop: RecordLoop, item: Path | LogSource, outcome: Outcome) -> Result | None:
     """Apply one file's outcome; ``None`` = a worker's rejection (``outcome.reason``)."""
     if outcome.kind == "rejected":
         return None
     if outcome.fresh is not None:
-        applied = store.apply_fresh(outcome.fresh)
+        applied = loop.apply_fresh(outcome.fresh)
         if applied is not None:
             return applied
-    return store.apply(read_source(item))
+    return loop.apply(read_source(item))
