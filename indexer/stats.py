@@ -11,6 +11,7 @@ from typing import Any
 from indexer.model.header import DSH_AGENT
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.tables.connection import connect
+from indexer.store.tables.schema import stored_version
 from indexer.store.tantivy import TantivyIndex
 
 
@@ -55,8 +56,12 @@ def _agent_counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
 
 
 def store_stats(data_dir: Path) -> StoreStats:
+    """What ``data_dir`` holds; a dir whose writer has not created the tables yet holds
+    nothing."""
     conn = connect(sqlite_path(data_dir), readonly=True)
     try:
+        if stored_version(conn) is None:
+            return StoreStats(0, 0, 0, 0, 0, 0, {}, 0, 0, {})
         sessions, live, held, workspaces = conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(live), 0), COUNT(held), COUNT(DISTINCT cwd)"
             " FROM sessions"

@@ -1,15 +1,28 @@
 """Turn a set of log files (or roots: dsh, Claude Code, Codex) into event-stream records,
-once or repeatedly.
+once or as they change.
 
-``LogWatcher.scan()`` re-reads only logs whose size or mtime changed and yields what is
-new since the last scan: a ``header`` record for a new session, ``events`` records for
-the tail beyond what was already emitted, and a ``delete`` record when a log disappears.
-The publisher sends these to Kafka; the embedded service applies them directly.
+``LogWatcher`` tracks every log it has read: the file's signature (size, mtime) when it
+was read, its session and the next seq not emitted yet. It yields what is new since:
+a ``header`` record for a new session, ``events`` records for the tail beyond what was
+emitted, and a ``delete`` record when a tracked log disappears. The publisher sends
+these to Kafka; the local source (``indexer.sources.local``) applies them to a store.
+
+* ``scan()`` walks every root (discovery) and reads every log whose signature changed;
+* ``scan_paths(paths)`` reads only the tracked logs among ``paths`` (what the file
+  notifications named) and says whether something else changed that needs a walk;
+* ``seed()`` starts tracking a log from a stored state, so an unchanged log is not read
+  again after a restart.
+
+A root whose walk fails is reported and left as it was: its tracked logs are neither
+read nor taken for deleted. Only regular files are read (a FIFO named ``*.jsonl`` would
+block a reader for good): anything else is skipped with one note.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +34,8 @@ from indexer.model.records import DeleteRecord, EventsRecord, EventStreamRecord,
 
 log = logging.getLogger("sessionq.watch")
 MAX_RECORD_BYTES = 1_000_000
+Signature = tuple[int, int]  # (size, mtime_ns) of a log file when it was read
+_UNREAD: Signature = (-1, -1)
 
 
 def event_batches(events: Sequence[SessionEvent], max_bytes: int) -> Iterator[list[SessionEvent]]:
@@ -37,56 +52,146 @@ def event_batches(events: Sequence[SessionEvent], max_bytes: int) -> Iterator[li
         yield batch
 
 
+@dataclass(frozen=True, slots=True)
+class WatchRoot:
+    """A path to watch and the format its logs are read as (None: recognised)."""
+
+    path: Path
+    format: LogFormat | None = None
+
+
 @dataclass(slots=True)
 class _Tracked:
-    signature: tuple[int, int] = (-1, -1)
+    signature: Signature = _UNREAD
     session_id: str | None = None
     next_seq: int = 0
     resend_header: bool = False
+    source: LogSource | None = None
+    from_start: bool = False  # seeded from a stored state: the next read re-emits it whole
 
 
 @dataclass(slots=True)
 class Emitted:
-    """One record plus the routing key of its session."""
+    """One record plus the routing key of its session; header and events records name
+    the log file and the signature it had when it was read."""
 
     key: str
     record: EventStreamRecord
     events: int = 0
-    path: Path | None = None  # the log file a header/events record was read from
+    path: Path | None = None
+    signature: Signature | None = None
+    final: bool = False  # the last record read from its log in this scan
+    whole: bool = False  # the log was emitted from its header (not only a tail)
+
+
+def _signature(st: os.stat_result) -> Signature:
+    return (st.st_size, st.st_mtime_ns)
 
 
 @dataclass(slots=True)
 class LogWatcher:
-    paths: Sequence[Path]
+    roots: Sequence[WatchRoot]
     max_record_bytes: int = MAX_RECORD_BYTES
-    format: LogFormat | None = None  # None: recognised per root and per file
-    rejected: dict[str, str] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)  # path -> why it was not read
     _files: dict[Path, _Tracked] = field(default_factory=dict)
     _keys: dict[str, str] = field(default_factory=dict)
+    _noted: set[str] = field(default_factory=set)  # paths whose skip was logged once
     # session id -> routing key: deletes to send on the next scan (rewound), and the
     # deletes the last scan emitted (so a rewind can send them again)
     _deletes: dict[str, str] = field(default_factory=dict)
     _emitted_deletes: dict[str, str] = field(default_factory=dict)
 
-    def scan(self) -> list[Emitted]:
+    @classmethod
+    def of(cls, paths: Iterable[Path], format: LogFormat | None = None) -> LogWatcher:
+        return cls([WatchRoot(Path(p), format) for p in paths])
+
+    # ---- discovery -----------------------------------------------------------------------------
+    def discover(self) -> tuple[dict[Path, LogSource], list[Path]]:
+        """Every log under the roots, and the roots whose walk failed."""
+        found: dict[Path, LogSource] = {}
+        failed: list[Path] = []
+        for root in self.roots:
+            try:
+                sources = discover_sources([root.path], root.format)
+            except (OSError, RuntimeError, ValueError) as exc:
+                self._note(str(root.path), f"{root.path}: cannot walk: {exc}")
+                failed.append(root.path)
+                continue
+            for source in sources:
+                found.setdefault(source.path, source)
+        return found, failed
+
+    def _note(self, path: str, reason: str) -> None:
+        self.rejected[path] = reason
+        if path not in self._noted:
+            self._noted.add(path)
+            log.warning("skipping %s", reason)
+
+    def scan(self, found: tuple[dict[Path, LogSource], list[Path]] | None = None) -> list[Emitted]:
+        """Walk every root (or take ``found``, a ``discover()`` result) and emit what
+        changed (module docstring)."""
         out: list[Emitted] = []
-        sources = {s.path: s for s in discover_sources(self.paths, self.format)}
-        present = set(sources)
-        for path in sorted(present):
+        sources, failed = found if found is not None else self.discover()
+        for path in sorted(sources):
             out.extend(self._scan_file(sources[path]))
         deletes, self._deletes = self._deletes, {}
-        for path in [p for p in self._files if p not in present]:
-            tracked = self._files.pop(path)
-            self.rejected.pop(str(path), None)
-            if tracked.session_id is not None:
-                sid = tracked.session_id
-                deletes[sid] = self._keys.pop(sid, f"session:{sid}")
+        for path in [p for p in self._files if p not in sources]:
+            if any(path.is_relative_to(root) for root in failed):
+                continue  # its root could not be walked: not taken for deleted
+            deletes.update(self._vanished(path))
+        return out + self._delete_records(deletes)
+
+    def scan_paths(self, changed: Iterable[Path]) -> tuple[list[Emitted], bool]:
+        """Read the tracked logs among ``changed`` again; True as the second value when
+        a changed path is not a tracked log (a new file, a directory, a rename): the
+        roots need a walk (``scan``) to see what it is."""
+        out: list[Emitted] = []
+        deletes, self._deletes = self._deletes, {}
+        walk = False
+        for path in sorted(set(changed)):
+            tracked = self._files.get(path)
+            if tracked is None or tracked.source is None:
+                walk = walk or self._may_matter(path)
+                continue
+            if not os.path.lexists(path):
+                deletes.update(self._vanished(path))
+                continue
+            out.extend(self._scan_file(tracked.source))
+        return out + self._delete_records(deletes), walk
+
+    def _may_matter(self, path: Path) -> bool:
+        """A changed path that is not tracked: a directory, or a file that could be a
+        log (a new session), or one that is gone (a removed directory of logs)."""
+        if not os.path.lexists(path):
+            return any(p.is_relative_to(path) for p in self._files)
+        return path.is_dir() or path.name.endswith((".jsonl", ".jsonl.zstd", ".json"))
+
+    def _vanished(self, path: Path) -> dict[str, str]:
+        tracked = self._files.pop(path)
+        self.rejected.pop(str(path), None)
+        self._noted.discard(str(path))
+        if tracked.session_id is None:
+            return {}
+        sid = tracked.session_id
+        return {sid: self._keys.pop(sid, f"session:{sid}")}
+
+    def _delete_records(self, deletes: dict[str, str]) -> list[Emitted]:
         self._emitted_deletes = deletes
-        out.extend(
+        return [
             Emitted(key, DeleteRecord(v=1, kind="delete", session_id=sid))
             for sid, key in deletes.items()
-        )
-        return out
+        ]
+
+    # ---- state ---------------------------------------------------------------------------------
+    def seed(
+        self, source: LogSource, session_id: str, key: str, next_seq: int, signature: Signature
+    ) -> None:
+        """Track ``source`` as read up to ``next_seq`` at ``signature`` (a stored state):
+        it is read again only once its signature differs, and then emitted whole, header
+        first, so the store can tell an appended log (its prefix is an identical
+        re-delivery) from a rewritten one (a conflict)."""
+        self._files[source.path] = _Tracked(signature, session_id, next_seq, True, source, True)
+        self._keys[session_id] = key
 
     def sources(self) -> dict[str, tuple[Path, int]]:
         """Session id -> (log file, next seq emitted) of every log the last scans read."""
@@ -95,6 +200,22 @@ class LogWatcher:
             for path, t in self._files.items()
             if t.session_id is not None
         }
+
+    def rewound(self) -> bool:
+        """Whether a ``rewind`` left something to emit again (``retry`` emits it)."""
+        return bool(self._deletes) or any(
+            t.signature == _UNREAD and t.source is not None and t.session_id is not None
+            for t in self._files.values()
+        )
+
+    def retry(self) -> list[Emitted]:
+        """Emit again what ``rewind`` asked for: its logs read again, its deletes."""
+        paths = [
+            path
+            for path, t in self._files.items()
+            if t.signature == _UNREAD and t.source is not None and t.session_id is not None
+        ]
+        return self.scan_paths(paths)[0]
 
     def unread(self) -> set[Path]:
         """Present logs whose session is not known (rejected or unreadable so far)."""
@@ -108,21 +229,28 @@ class LogWatcher:
         wanted = set(session_ids)
         for tracked in self._files.values():
             if tracked.session_id in wanted:
-                tracked.signature, tracked.next_seq, tracked.resend_header = (-1, -1), 0, True
+                tracked.signature, tracked.next_seq, tracked.resend_header = _UNREAD, 0, True
         for sid, key in self._emitted_deletes.items():
             if sid in wanted:
                 self._deletes[sid] = key
 
+    # ---- one log -------------------------------------------------------------------------------
     def _scan_file(self, source: LogSource) -> list[Emitted]:
         path = source.path
         tracked = self._files.setdefault(path, _Tracked())
+        tracked.source = source
         try:
-            st = path.stat()
+            st = os.stat(path)
         except OSError:
             return []
-        signature = (st.st_size, st.st_mtime_ns)
+        if not stat.S_ISREG(st.st_mode):
+            self._note(str(path), f"{path}: not a regular file")
+            return []
+        signature = _signature(st)
         if signature == tracked.signature:
             return []
+        if tracked.session_id is not None and signature[0] < tracked.signature[0]:
+            tracked.from_start = True  # it shrank: not an append, emit it whole again
         tracked.signature = signature
         try:
             session = read_source(source)
@@ -131,33 +259,32 @@ class LogWatcher:
                 log.warning("skipping %s", exc)
             self.rejected[str(path)] = str(exc)
             return []
-        except OSError as exc:
+        except (OSError, RecursionError) as exc:
             self.rejected[str(path)] = f"{path}: cannot read: {exc}"
             return []
         self.rejected.pop(str(path), None)
         header = session.header
         key = header.routing_key
         out: list[Emitted] = []
+        whole = tracked.from_start or tracked.resend_header or tracked.session_id != header.id
+        if tracked.from_start:
+            tracked.next_seq, tracked.from_start, tracked.resend_header = 0, False, True
         if tracked.session_id != header.id or tracked.resend_header:
             if tracked.session_id != header.id:
                 tracked.session_id, tracked.next_seq = header.id, 0
             tracked.resend_header = False
             self._keys[header.id] = key
-            out.append(
-                Emitted(key, HeaderRecord(v=1, kind="header", header=header.to_json()), 0, path)
-            )
+            head = HeaderRecord(v=1, kind="header", header=header.to_json())
+            out.append(Emitted(key, head, 0, path, signature))
         fresh = [e for e in session.events if e.seq >= tracked.next_seq]
         for batch in event_batches(fresh, self.max_record_bytes):
-            out.append(
-                Emitted(
-                    key,
-                    EventsRecord(
-                        v=1, kind="events", session_id=header.id, events=[e.obj for e in batch]
-                    ),
-                    len(batch),
-                    path,
-                )
+            record = EventsRecord(
+                v=1, kind="events", session_id=header.id, events=[e.obj for e in batch]
             )
-        if fresh:
-            tracked.next_seq = fresh[-1].seq + 1
+            out.append(Emitted(key, record, len(batch), path, signature))
+        tracked.next_seq = max(tracked.next_seq, fresh[-1].seq + 1 if fresh else 0)
+        for item in out:
+            item.whole = whole
+        if out:
+            out[-1].final = True
         return out

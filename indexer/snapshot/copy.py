@@ -33,7 +33,7 @@ from typing import Any, Final
 import orjson
 
 from indexer.snapshot.errors import SnapshotError
-from indexer.store.layout import COMMIT_LOCK_NAME, index_path, sqlite_path
+from indexer.store.layout import RUNTIME_FILES, SQLITE_NAME, index_path, sqlite_path
 from indexer.store.locks import CommitLock
 from indexer.store.tables.connection import connect
 from indexer.store.tables.sqlite_tables import CAUGHT_UP_KEY
@@ -41,7 +41,6 @@ from indexer.store.tables.sqlite_tables import CAUGHT_UP_KEY
 log = logging.getLogger("sessionq.snapshot")
 
 TANTIVY_DIR: Final = "tantivy"
-SQLITE_NAME: Final = "store.sqlite3"
 STAGING_DIR: Final = ".snapshot-staging"  # inside the data dir: hard links need one fs
 SNAPSHOT_LOCK: Final = ".snapshot.lock"  # one snapshot of a data dir at a time
 # Restore's own names inside a data dir (restore.py), never copied.
@@ -154,8 +153,9 @@ def _finish_copy(target: Path) -> tuple[list[tuple[str, int, int]], str | None]:
 
 
 def _other_files(data_dir: Path) -> list[str]:
-    """Top-level regular files besides the database, its journals and the lock."""
-    skip = {SQLITE_NAME, COMMIT_LOCK_NAME}
+    """Top-level regular files besides the database, its journals and the runtime files
+    (locks, the writer lease)."""
+    skip = {SQLITE_NAME, *RUNTIME_FILES}
     out = []
     for entry in sorted(os.listdir(data_dir)):
         if entry in skip or entry.startswith((SQLITE_NAME + "-", ".")):

@@ -169,7 +169,7 @@ def test_decompression_bomb_is_rejected_fast(bomb: Path) -> None:
 
 def test_watcher_scan_of_trailing_newlines_is_bounded(tmp_path: Path, newline_log: Path) -> None:
     """The ``serve`` half of item 4 on its own (no decompression bomb beside it)."""
-    watcher = LogWatcher([tmp_path])
+    watcher = LogWatcher.of([tmp_path])
     emitted, peak = peak_of(watcher.scan)
     assert peak < PEAK_LIMIT, f"peak {peak >> 20} MiB"
     assert [(e.record.kind, e.events) for e in emitted] == [("header", 0), ("events", 2)]
@@ -178,7 +178,7 @@ def test_watcher_scan_of_trailing_newlines_is_bounded(tmp_path: Path, newline_lo
 def test_watcher_scan_stays_bounded(tmp_path: Path, newline_log: Path, bomb: Path) -> None:
     long_line = tmp_path / "long.jsonl"
     long_line.write_bytes(jsonl(HEADER) + b" " * (MAX_LINE_BYTES + 1))
-    watcher = LogWatcher([tmp_path])
+    watcher = LogWatcher.of([tmp_path])
     emitted, peak = peak_of(watcher.scan)
     assert peak < PEAK_LIMIT, f"peak {peak >> 20} MiB"
     kinds = [(e.key, e.record.kind, e.events) for e in emitted]

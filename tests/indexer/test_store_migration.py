@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from indexer.errors import SessionQueryError
+from indexer.model.records import HeaderRecord
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
 from indexer.store.blocks.format import dictionary_id, shipped_dictionary
@@ -28,6 +29,7 @@ from indexer.store.records.writer import StoreWriter
 from indexer.store.tables import migrate as migration
 from indexer.store.tables.schema import SCHEMA_VERSION
 from indexer.store.tantivy.schema import INDEX_FORMAT
+from tests.builders import header
 from tests.data_paths import REPO_ROOT
 from tests.indexer.store_fixture import FIXTURE_DATA, FIXTURE_OUTPUTS, build, outputs
 from tests.injection import inject
@@ -84,7 +86,7 @@ def test_opening_a_version_1_dir_migrates_it_and_every_output_stays_the_same(
     assert {"blocks", "dictionaries", "replaced", "source_runs"} <= tables.keys()
     assert not {"events", "sources", "events_v1", "sessions_v1"} & tables.keys()
     meta = _meta(data)
-    assert meta["schema_version"] == SCHEMA_VERSION == "2"
+    assert meta["schema_version"] == SCHEMA_VERSION == "3"
     assert int(meta["zstd_dict_id"]) == dictionary_id(shipped_dictionary())
     assert meta[INDEX_FORMAT_KEY] == INDEX_FORMAT  # the version 1 index was rebuilt
     got = outputs(data)
@@ -239,3 +241,39 @@ def test_the_rebuild_indexes_in_chunks(tmp_path: Path, monkeypatch: pytest.Monke
     data = _fixture_copy(tmp_path)
     Store(data).close()
     assert outputs(data) == _expected()
+
+
+def test_a_version_2_dir_gets_the_watched_logs_signatures(tmp_path: Path) -> None:
+    """Version 3 records each watched log's signature; a version 2 dir's rows get an
+    unknown one (each such log is read once more), everything else stays."""
+    data = tmp_path / "data"
+    store = Store(data)
+    try:
+        store.apply(HeaderRecord(v=1, kind="header", header=header("w1", cwd="/w")))
+        store.note_source("w1", "/logs/w1.jsonl", (10, 20))
+        store.commit()
+    finally:
+        store.close()
+    conn = sqlite3.connect(sqlite_path(data))
+    try:  # what a version 2 release left
+        conn.execute("ALTER TABLE watched_sources DROP COLUMN size")
+        conn.execute("ALTER TABLE watched_sources DROP COLUMN mtime_ns")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        conn.commit()
+    finally:
+        conn.close()
+    with pytest.raises(SessionQueryError, match="store schema version 2"):
+        StoreQueryService(data).get_session("w1")
+    store = Store(data)
+    try:
+        assert _meta(data)["schema_version"] == SCHEMA_VERSION == "3"
+        watched = store.tables.watched_sources()
+        assert watched["w1"].path == "/logs/w1.jsonl" and watched["w1"].signature is None
+    finally:
+        store.close()
+    service = StoreQueryService(data)
+    try:
+        record = service.get_session("w1")
+        assert record is not None and record.header.cwd == "/w"
+    finally:
+        service.close()

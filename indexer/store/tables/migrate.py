@@ -2,13 +2,16 @@
 
 Version 1 kept one uncompressed row per raw event, keyed by the text session id; version
 2 keeps the events in compressed blocks (``indexer.store.blocks.format``) and keys the hot
-tables by an integer session key. The Tantivy index is the same in both.
+tables by an integer session key; version 3 records the signature (size, mtime) a watched
+log had when it was applied (``watched_sources``), so a restarted watcher reads only the
+logs that changed. The Tantivy index is the same in all three.
 
 The whole migration is one SQLite transaction: a crash or an error at any point leaves
-the version 1 tables exactly as they were (the next open starts over), and readers see
-either the old tables or the new ones, never a mix. ``VACUUM`` then returns the pages of
-the old tables to the file system; when it is interrupted, the dir is migrated already
-and only larger than it needs to be. A second open finds version 2 and does nothing.
+the older tables exactly as they were (the next open starts over), and readers see
+either the old tables or the new ones, never a mix. After the version 1 step, ``VACUUM``
+returns the pages of the old tables to the file system; when it is interrupted, the dir
+is migrated already and only larger than it needs to be. A second open finds the current
+version and does nothing.
 
 While the writer migrates, readers of the new release answer with a clear error (the
 version check of ``indexer.query.service``) until the migration commits.
@@ -45,21 +48,26 @@ _V1_INDEXES = ("sessions_parent", "sessions_cwd")
 
 def migrate(conn: sqlite3.Connection, version: str, failpoints: FailPoints = DISARMED) -> None:
     """Bring a database of schema ``version`` to ``SCHEMA_VERSION`` (see the module)."""
-    if version != "1":
+    if version not in ("1", "2"):
         raise SchemaVersionError(
             f"the data dir has store schema version {version}; this release reads version "
-            f"{SCHEMA_VERSION} and migrates version 1"
+            f"{SCHEMA_VERSION} and migrates versions 1 and 2"
         )
-    log.info("migrating the data dir from store schema version 1 to %s", SCHEMA_VERSION)
+    log.info("migrating the data dir from store schema version %s to %s", version, SCHEMA_VERSION)
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if stored_version(conn) == "1":  # another writer may have migrated meanwhile
+        current = stored_version(conn)  # another writer may have migrated meanwhile
+        if current == "1":
             _v1_to_v2(conn, failpoints)
+        if current in ("1", "2"):
+            _v2_to_v3(conn)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    if version != "1":
+        return
     try:
         conn.execute("VACUUM")
     except sqlite3.Error as exc:
@@ -101,6 +109,15 @@ def _v1_to_v2(conn: sqlite3.Connection, failpoints: FailPoints) -> None:
     )
     for table in _V1_TABLES:
         conn.execute(f"DROP TABLE {table}_v1")
+
+
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """The watched log's signature: unknown (NULL) for what was applied before, so each
+    such log is read once more, then recorded."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(watched_sources)")}
+    for column in ("size", "mtime_ns"):
+        if column not in columns:
+            conn.execute(f"ALTER TABLE watched_sources ADD COLUMN {column} INTEGER")
     conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
 
 

@@ -14,7 +14,7 @@ from indexer.failpoints import DISARMED, FailPoints
 from indexer.store.blocks.format import NO_DICTIONARY, Codec, dictionary_id, shipped_dictionary
 from indexer.store.maintenance.index_format import record_index_format
 
-SCHEMA_VERSION: Final = "2"
+SCHEMA_VERSION: Final = "3"
 DICTIONARY_KEY: Final = "zstd_dict_id"
 
 

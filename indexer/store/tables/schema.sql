@@ -80,10 +80,14 @@ CREATE TABLE IF NOT EXISTS offsets (
   PRIMARY KEY (topic, partition)
 ) WITHOUT ROWID;
 
--- The log file `sessionq serve`'s watcher applied each session from: at start, serve
--- deletes the watched sessions whose file is gone (sessions from `sessionq ingest` of
--- other paths have no row here and are never reconciled away).
+-- The log file the local source (`serve`, `mcp --sessions`) applied each session from,
+-- and its (size, mtime_ns) when it was read (NULL: not known, read it again). At start
+-- the watched sessions whose file is gone are deleted (sessions from `sessionq ingest`
+-- of other paths have no row here and are never reconciled away), and a log whose
+-- signature is unchanged is not read again.
 CREATE TABLE IF NOT EXISTS watched_sources (
   session_id TEXT PRIMARY KEY,
-  path       TEXT NOT NULL
+  path       TEXT NOT NULL,
+  size       INTEGER,
+  mtime_ns   INTEGER
 ) WITHOUT ROWID;

@@ -28,7 +28,7 @@ from indexer.store.tables.schema import (
 )
 from indexer.store.tables.transaction import Transaction
 
-__all__ = ["SessionState", "SqliteTables"]
+__all__ = ["SessionState", "SqliteTables", "WatchedSource"]
 
 
 @dataclass(slots=True)
@@ -42,6 +42,16 @@ class SessionState:
     live: bool
     held: str | None
     key: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedSource:
+    """Where a watched session was applied from: the log, its signature then, and the
+    session's next seq."""
+
+    path: str
+    signature: tuple[int, int] | None
+    next_seq: int
 
 
 CAUGHT_UP_KEY = "indexer_caught_up_at"
@@ -168,22 +178,31 @@ class SqliteTables:
         self._keys.pop(session_id, None)
         return key
 
-    def set_watched_source(self, session_id: str, path: str) -> None:
-        """The log file the embedded watcher applied this session from."""
+    def set_watched_source(
+        self, session_id: str, path: str, signature: tuple[int, int] | None = None
+    ) -> None:
+        """The log file the local source applied this session from, and its (size,
+        mtime_ns) when it was read (None: unknown)."""
+        size, mtime = signature if signature is not None else (None, None)
         self.conn.execute(
-            "INSERT INTO watched_sources(session_id, path) VALUES (?, ?)"
-            " ON CONFLICT(session_id) DO UPDATE SET path = excluded.path",
-            (session_id, path),
+            "INSERT INTO watched_sources(session_id, path, size, mtime_ns) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(session_id) DO UPDATE SET path = excluded.path,"
+            " size = excluded.size, mtime_ns = excluded.mtime_ns",
+            (session_id, path, size, mtime),
         )
 
-    def watched_sources(self) -> dict[str, str]:
-        """Session id -> log file of every session the embedded watcher applied."""
-        return dict(
-            self.conn.execute(
-                "SELECT w.session_id, w.path FROM watched_sources w"
-                " JOIN sessions s ON s.id = w.session_id"
+    def watched_sources(self) -> dict[str, WatchedSource]:
+        """Session id -> its log file, signature and next seq, for every session the
+        local source applied."""
+        return {
+            sid: WatchedSource(
+                path, None if size is None or mtime is None else (int(size), int(mtime)), next_seq
             )
-        )
+            for sid, path, size, mtime, next_seq in self.conn.execute(
+                "SELECT w.session_id, w.path, w.size, w.mtime_ns, s.next_seq"
+                " FROM watched_sources w JOIN sessions s ON s.id = w.session_id"
+            )
+        }
 
     # ---- events --------------------------------------------------------------------------------
     def insert_events(self, session_id: str, events: Sequence[StoredEvent]) -> None:
