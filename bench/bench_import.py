@@ -33,10 +33,10 @@ import orjson
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from indexer.ingest import ingest_files
 from indexer.logs.importers import LogFormat, LogSource
 from indexer.logs.importers.claude_code import read_claude_code
 from indexer.logs.reader import LogRejectedError, SessionLog, read_log
+from indexer.sources.files import ingest_files
 from indexer.store.records.store import Store
 
 ROOT: Final = Path(__file__).resolve().parents[1]

@@ -308,8 +308,8 @@ def prepare_slice(corpus: Path, data: Path, n: int) -> dict[str, Any]:
     marker = data / "bench-slice.json"
     if marker.exists():
         return dict(json.loads(marker.read_text()))
-    from indexer.ingest import ingest_files
     from indexer.logs.roots import discover
+    from indexer.sources.files import ingest_files
     from indexer.store.records.store import Store
 
     shutil.rmtree(data, ignore_errors=True)

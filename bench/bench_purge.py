@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.model.records import DeleteRecord
+from indexer.sources.files import ingest_files
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.maintenance.purge import read_segments
 from indexer.store.records.store import Store

@@ -195,7 +195,7 @@ def _code_fingerprint() -> dict[str, Any]:
 # ---- children -----------------------------------------------------------------------------------
 def child_ingest_sessionq(args: dict[str, Any]) -> dict[str, Any]:
     import indexer
-    from indexer.ingest import ingest_files
+    from indexer.sources.files import ingest_files
     from indexer.store.records.store import Store
 
     data = Path(args["data"])
@@ -205,7 +205,7 @@ def child_ingest_sessionq(args: dict[str, Any]) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     jobs = 1
     if "jobs" in inspect.signature(ingest_files).parameters:
-        from indexer.ingest_parallel import default_jobs
+        from indexer.sources.parallel import default_jobs
 
         jobs = default_jobs(int(args.get("jobs", 0)))
         kwargs["jobs"] = jobs

@@ -76,8 +76,8 @@ def ensure_data(data: Path, corpus: Path) -> None:
     """The sessionq data dir of the search corpus; ingested (~3 min) when missing."""
     if (data / "store.sqlite3").exists():
         return
-    from indexer.ingest import ingest_files
     from indexer.logs.roots import discover
+    from indexer.sources.files import ingest_files
     from indexer.store.records.store import Store
 
     print(f"ingesting {corpus} into {data} ...", flush=True)

@@ -9,8 +9,9 @@
 # SESSIONQ_LISTEN  HOST:PORT to listen on (default 127.0.0.1:8765).
 # VENV      virtualenv to use (default .venv, which `make run` creates).
 #
-# The server runs in the foreground (Ctrl-C stops it). A background poller waits for
-# /readyz, then prints the console URL and example calls; it is stopped on exit.
+# The server runs until Ctrl-C (or SIGTERM) stops it. A background poller waits until
+# this run's server is ready (its pid answers /v1/status), then prints the console URL
+# and example calls; both are stopped on exit.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -59,18 +60,17 @@ esac
 BASE="http://$HOST:$PORT"
 
 ready() {
-    if command -v curl >/dev/null 2>&1; then
-        curl -fsS --noproxy '*' -m 2 -o /dev/null "$BASE/readyz" 2>/dev/null
-    else
-        "$PY" -c 'import sys, urllib.request as u
-u.build_opener(u.ProxyHandler({})).open(sys.argv[1] + "/readyz", timeout=2)' "$BASE" \
-            >/dev/null 2>&1
-    fi
+    # This run's server is ready (not another one that holds the port: the status
+    # names the pid that answers).
+    "$PY" -c 'import json, sys, urllib.request as u
+status = json.load(u.build_opener(u.ProxyHandler({})).open(sys.argv[1] + "/v1/status", timeout=2))
+sys.exit(0 if status.get("ready") and status.get("pid") == int(sys.argv[2]) else 1)' \
+        "$BASE" "$1" >/dev/null 2>&1
 }
 
 announce() {
-    until ready; do
-        kill -0 "$$" 2>/dev/null || exit 0
+    until ready "$1"; do
+        kill -0 "$1" 2>/dev/null || exit 0
         sleep 0.2
     done
     "$PY" -c 'import sys
@@ -78,16 +78,38 @@ from worker.devtools.demo_corpus import print_examples
 print_examples(sys.argv[1], sys.argv[2:])' "$BASE" "${PATHS[@]}" || true
 }
 
+SERVER=
 POLLER=
+FORWARD=
 cleanup() {
     if [[ -n "$POLLER" ]]; then
         kill "$POLLER" 2>/dev/null || true
         wait "$POLLER" 2>/dev/null || true
     fi
+    if [[ -n "$SERVER" ]]; then
+        # Ctrl-C reached the server itself (one process group); a SIGTERM of this script
+        # is passed on. It stops within 5 s; one that does not is ended.
+        [[ -n "$FORWARD" ]] && kill -TERM "$SERVER" 2>/dev/null
+        for signal in TERM KILL; do
+            for _ in $(seq 50); do
+                kill -0 "$SERVER" 2>/dev/null || break 2
+                sleep 0.1
+            done
+            kill "-$signal" "$SERVER" 2>/dev/null || true
+        done
+        wait "$SERVER" 2>/dev/null || true
+    fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'FORWARD=1; exit 143' TERM
 
-announce &
+"$SQ" serve --sessions "${PATHS[@]}" --data "$DATA" --listen "$LISTEN" &
+SERVER=$!
+announce "$SERVER" &
 POLLER=$!
-
-"$SQ" serve --sessions "${PATHS[@]}" --data "$DATA" --listen "$LISTEN"
+set +e
+wait "$SERVER"
+status=$?
+SERVER=
+exit "$status"

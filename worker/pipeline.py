@@ -48,7 +48,7 @@ from worker.execution import ExecutionGates
 from worker.limits import ToolLimits
 from worker.slots import Slots
 from worker.tools.access import Caller, resolve_caller
-from worker.tools.registry import TOOLS, Tool, ToolContext, lookup, parse_arguments
+from worker.tools.registry import Tool, ToolContext, lookup, parse_arguments
 
 RYW_POLL_S: Final = 0.01  # first poll of a waiting call; the interval grows to RYW_POLL_MAX_S
 RYW_POLL_MAX_S: Final = 0.25
@@ -143,6 +143,14 @@ class Pipeline:
         self._context = ToolContext(service, self.limits.max_search_results)
         self.in_flight = InFlight(bound=authenticator is not None)
 
+    def deadline(self, tool: object, timeout_ms: Any, sent_ms: float | None = None) -> Deadline:
+        """Step 2 for a call not made yet: a transport that shows the deadline (MCP
+        progress) reads it here and hands it to ``answer``, so both are the same one."""
+        found = lookup(tool)
+        return deadline_for(
+            self.limits, found if isinstance(found, Tool) else None, timeout_ms, sent_ms
+        )
+
     def cancel(
         self,
         request_id: str,
@@ -170,7 +178,8 @@ class Pipeline:
         ``token`` links an outside cancellation; ``deadline`` replaces step 2's (tests).
         """
         started = time.perf_counter()
-        tool = TOOLS.get(call.tool) if isinstance(call.tool, str) else None
+        found = lookup(call.tool)  # the one decision on the tool name (replied in step 5)
+        tool = found if isinstance(found, Tool) else None
         # 2. deadline
         deadline = deadline or deadline_for(self.limits, tool, call.timeout_ms, call.sent_ms)
         call_token = (token if isinstance(token, CancelToken) else CancelToken()).child(deadline)
@@ -188,7 +197,7 @@ class Pipeline:
                 self.in_flight.start(call.id, call_token, principal)
                 self._count_in_flight(+1)
                 try:
-                    reply = await self._run(call, call_token, principal)
+                    reply = await self._run(call, found, call_token, principal)
                 finally:
                     self.in_flight.finish(call.id, call_token)
                     self._count_in_flight(-1)
@@ -196,13 +205,19 @@ class Pipeline:
         return reply
 
     async def _run(
-        self, call: ToolCall, token: CancelToken, principal: Principal | None
+        self,
+        call: ToolCall,
+        found: Tool[Any] | HarnessError,
+        token: CancelToken,
+        principal: Principal | None,
     ) -> ToolReply:
         try:
             # 4. wait for the caller and min_seq
             await self._wait_for_caller(call, token)
             caller_id = call.caller.session_id if call.caller is not None else ""
-            tool = lookup(call.tool)
+            if isinstance(found, HarnessError):
+                raise found
+            tool = found
             # 5. a running slot (none while waiting), then the caller's execution gate
             async with (
                 self._slot(call, token),

@@ -72,6 +72,13 @@ class WorkerSettings(ServiceSettings):
         return self
 
 
+WatchMode = Literal["auto", "poll"]
+WATCH_DESCRIPTION = (
+    "how logs are watched: auto (file notifications; polling only where they are not"
+    " available) or poll"
+)
+
+
 class ServeSettings(ServiceSettings):
     """Embedded mode: ingest and watch log files, answer over HTTP, no broker."""
 
@@ -82,7 +89,7 @@ class ServeSettings(ServiceSettings):
     data: Path = Field(description="data directory")
     tools: ToolLimits = Field(default_factory=ToolLimits)
     listen: str = Field(default="127.0.0.1:8765", description="HTTP HOST:PORT")
-    poll_ms: int = Field(default=200, ge=1, description="how often the logs are re-scanned")
+    watch: WatchMode = Field(default="auto", description=WATCH_DESCRIPTION)
     token_file: Path | None = Field(
         default=None,
         description="file holding the bearer token the HTTP API requires (needed beyond loopback)",
@@ -185,6 +192,7 @@ class McpSettings(ServiceSettings):
     sessions: list[Path] | None = Field(
         default=None, description="dsh session roots or log files to ingest and watch"
     )
+    format: SourceFormat = Field(default="auto", description=FORMAT_DESCRIPTION)
     kafka: KafkaSettings | None = None
     tools: ToolLimits = Field(default_factory=ToolLimits)
     listen: str = Field(default="127.0.0.1:8766", description="HTTP HOST:PORT (--transport http)")
@@ -193,7 +201,7 @@ class McpSettings(ServiceSettings):
         description="file holding the bearer token the HTTP transport requires (needed beyond"
         " loopback)",
     )
-    poll_ms: int = Field(default=200, ge=1, description="how often the logs are re-scanned")
+    watch: WatchMode = Field(default="auto", description=WATCH_DESCRIPTION)
     caller: str | None = Field(
         default=None,
         min_length=1,

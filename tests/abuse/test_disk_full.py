@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import indexer.kafka.indexer as indexer_module
+import indexer.sources.kafka as indexer_module
 import indexer.store.tables.sqlite_tables as sqlite_tables
 from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
@@ -158,7 +158,9 @@ async def test_serve_on_a_full_disk_names_the_cause_and_stores_everything_once_f
         assert "no transaction is active" not in body["store_error"]
         assert_consistent(data)
         # Space freed: the watcher reads the lost sessions again by itself.
-        embedded.store.tables.conn.execute("PRAGMA max_page_count = 1073741823")
+        store = embedded.local.source.store if embedded.local.source else None
+        assert store is not None
+        store.tables.conn.execute("PRAGMA max_page_count = 1073741823")
 
         async def recovered() -> bool:
             async with http.get(f"{base}/readyz") as response:

@@ -1,4 +1,4 @@
-"""Embedded ``serve`` reconciles at start (issue 10, item 5): logs deleted, rewritten,
+"""WatchedStore ``serve`` reconciles at start (issue 10, item 5): logs deleted, rewritten,
 truncated or appended while ``serve`` was down are reflected after a restart, and
 sessions that ``sessionq ingest`` put in the same data dir from other paths stay."""
 
@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from indexer.ingest import ingest_files
+from indexer.sources.files import ingest_files
 from indexer.stats import store_stats
 from indexer.store.records.store import Store
 from tests.builders import assistant, header, plain, user
+from tests.serve.watched import WatchedStore
 from worker.devtools.demo_corpus.layout import session_path
-from worker.http.embedded import Embedded
 from worker.tools.access import Caller
 
 WS = "/w/reconcile"
@@ -36,20 +36,20 @@ def caller_log() -> list[dict[str, Any]]:
     ]
 
 
-async def search(emb: Embedded, word: str) -> str:
+async def search(emb: WatchedStore, word: str) -> str:
     reply = await emb.pipeline.call("session_search", {"query": word}, Caller("caller"))
     assert reply.ok, reply
     return reply.text
 
 
-async def trace(emb: Embedded, sid: str) -> tuple[bool, str]:
+async def trace(emb: WatchedStore, sid: str) -> tuple[bool, str]:
     reply = await emb.pipeline.call("session_trace", {"session_id": sid}, Caller("caller"))
     return reply.ok, reply.text
 
 
-async def start(root: Path, data: Path) -> Embedded:
-    emb = Embedded([root], data)
-    await emb.initial_ingest()
+async def start(root: Path, data: Path) -> WatchedStore:
+    emb = WatchedStore(root, data)
+    await emb.sync_once()  # the first pass: the stored state reconciled with the logs
     return emb
 
 

@@ -9,9 +9,9 @@ from typing import Final
 
 import pytest
 
-from indexer.ingest import IngestSummary, ingest_files
 from indexer.logs.importers import discover_sources
 from indexer.query.service import StoreQueryService
+from indexer.sources.files import IngestSummary, ingest_files
 from indexer.store.records.store import Store
 from tests.data_paths import CLAUDE_CODE_DIR, CODEX_DIR
 from worker.pipeline import Pipeline

@@ -10,10 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from indexer.ingest import IngestSummary
 from indexer.logs.importers import discover_sources, read_source
 from indexer.model.header import parse_header
 from indexer.query.service import StoreQueryService
+from indexer.sources.files import IngestSummary
 from tests.importers.conftest import (
     CC_CHILD,
     CC_LEGACY_CHILD,

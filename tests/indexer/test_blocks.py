@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.ingest import ingest_files
 from indexer.logs.reader import LogRejectedError, read_log
 from indexer.logs.roots import discover
 from indexer.model.records import DeleteRecord, EventsRecord, HeaderRecord
 from indexer.query.service import StoreQueryService
+from indexer.sources.files import ingest_files
 from indexer.store.blocks import format as block_format
 from indexer.store.blocks.format import (
     BLOCK_BYTES,

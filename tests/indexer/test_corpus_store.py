@@ -8,7 +8,6 @@ import orjson
 import pytest
 
 from indexer.errors import INVALID_QUERY, SessionQueryError
-from indexer.ingest import IngestSummary, ingest_files
 from indexer.logs.reader import LogRejectedError, read_log
 from indexer.logs.roots import discover
 from indexer.model.search import (
@@ -20,6 +19,7 @@ from indexer.model.search import (
     TypeFilter,
 )
 from indexer.query.service import StoreQueryService
+from indexer.sources.files import IngestSummary, ingest_files
 from indexer.store.records.store import Store
 
 COMPACTED = {

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
+from indexer.sources.files import ingest_files
 from indexer.store.records.store import Store
 from tests.snapshots import snapshot
 

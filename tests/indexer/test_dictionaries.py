@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.model.records import DeleteRecord, HeaderRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
 from indexer.snapshot.create import create_snapshot
 from indexer.snapshot.restore import restore_snapshot
 from indexer.snapshot.stores import DirectoryStore
+from indexer.sources.files import ingest_files
 from indexer.store.blocks import dictionaries
 from indexer.store.blocks import format as block_format
 from indexer.store.blocks.format import Codec, dictionary_id, shipped_dictionary
@@ -350,7 +350,7 @@ def test_a_read_that_races_a_dictionarys_deletion_reads_again(
 _CRASHING_INGEST = """
 import sys
 from pathlib import Path
-from indexer.ingest import ingest_files
+from indexer.sources.files import ingest_files
 from indexer.logs.roots import discover
 from indexer.failpoints import FailPoints
 from indexer.store.blocks import dictionaries

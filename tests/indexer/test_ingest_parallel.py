@@ -1,4 +1,4 @@
-"""Parallel ingest (``indexer.ingest_parallel``) writes what sequential ingest writes,
+"""Parallel ingest (``indexer.sources.parallel``) writes what sequential ingest writes,
 file for file: the same summary, the same rows, the same index documents, the same tool
 outputs — over the real corpus (three invalid logs included), Claude Code and Codex
 trees, a repeated file, a file that vanished and a second run over a full store."""
@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import tantivy
 
-from indexer import ingest_parallel
-from indexer.ingest import IngestSummary, ingest_files
-from indexer.ingest_parallel import MIN_FILES, Outcome, PoolStats, _finished, prepare
 from indexer.logs.importers.detect import LogSource, discover_sources
 from indexer.query.service import StoreQueryService
+from indexer.sources import parallel as ingest_parallel
+from indexer.sources.files import IngestSummary, ingest_files
+from indexer.sources.parallel import MIN_FILES, Outcome, PoolStats, _finished, prepare
 from indexer.store.blocks.format import Codec
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.records.store import Store

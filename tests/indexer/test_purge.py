@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
-from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.model.records import DeleteRecord, EventsRecord, HeaderRecord
+from indexer.sources.files import ingest_files
 from indexer.store.layout import index_path
 from indexer.store.maintenance.purge import PENDING_KEY, Segment, dirty_segments, read_segments
 from indexer.store.records.store import Store

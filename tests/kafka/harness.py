@@ -21,12 +21,12 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import ConsumerRecord
 
-from indexer.ingest import ingest_files
 from indexer.kafka.group import Producer
-from indexer.kafka.indexer import Indexer
 from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
 from indexer.settings import IndexerSettings, KafkaSettings
+from indexer.sources.files import ingest_files
+from indexer.sources.kafka import Indexer
 from indexer.store.layout import sqlite_path
 from indexer.store.records.store import Store
 from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key

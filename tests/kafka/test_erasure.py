@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 import pytest
 
-from indexer.kafka.indexer import Indexer
 from indexer.model.records import EventsRecord, HeaderRecord
 from indexer.settings import IndexerSettings, KafkaSettings
+from indexer.sources.kafka import Indexer
 from indexer.store.layout import sqlite_path
 from indexer.store.records.store import Store
 from tests.builders import header, user

@@ -20,7 +20,7 @@ import orjson
 import pytest
 from aiokafka.structs import RecordMetadata
 
-import indexer.kafka.indexer as indexer_module
+import indexer.sources.kafka as indexer_module
 import indexer.store.tantivy.index as index_module
 from indexer.store.tables.sqlite_tables import SqliteTables
 from indexer.store.tantivy import TantivyIndex

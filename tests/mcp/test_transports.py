@@ -34,6 +34,8 @@ from tests.mcp.conftest import (
     mcp_argv,
     subprocess_env,
 )
+from tests.mcp.stdio import stdio_session
+from tests.tool_names import unknown_tool_message
 from worker.cli.main import main
 from worker.mcp.http import MCP_PATH
 
@@ -63,20 +65,7 @@ async def check_session(session: ClientSession, expected: dict[str, CliReply]) -
     with pytest.raises(MCPError) as raised:
         await session.call_tool("session_grep", {"query": "x"})
     assert raised.value.error.code == types.INVALID_PARAMS
-    assert "unknown tool 'session_grep'" in raised.value.error.message
-
-
-@contextlib.asynccontextmanager
-async def stdio_session(*args: str, cwd: Path = REPO_ROOT) -> AsyncIterator[ClientSession]:
-    argv = mcp_argv(*args)
-    params = StdioServerParameters(
-        command=argv[0], args=argv[1:], env=subprocess_env(), cwd=str(cwd)
-    )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        init = await session.initialize()
-        upstream = json.loads(UPSTREAM_TOOL_SCHEMAS.read_text(encoding="utf-8"))
-        assert init.instructions == upstream["prompt_section"]
-        yield session
+    assert raised.value.error.message == unknown_tool_message('"session_grep"')
 
 
 async def test_stdio_lists_the_upstream_tools_and_prints_what_sessionq_call_prints(
@@ -301,7 +290,7 @@ async def test_stdio_watcher_answers_for_a_log_that_appears_after_start(tmp_path
     root.mkdir()
     shutil.copy(first, root)
     args = ("--sessions", str(root), "--data", str(tmp_path / "data"), "--caller", SIBLING)
-    async with stdio_session(*args, "--poll-ms", "50") as session:
+    async with stdio_session(*args) as session:
         assert as_reply(await session.call_tool(*case)) == before
         shutil.copy(later, root)
         replies: list[CliReply] = []

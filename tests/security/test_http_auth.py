@@ -22,8 +22,8 @@ import pytest
 
 from tests.serve.conftest import DEMO_SESSIONS, running_embedded
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
+from worker.http.api import MAX_BODY_BYTES
 from worker.http.auth import TokenFileError, is_loopback, load_token
-from worker.http.embedded import MAX_BODY_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "s3cr3t-token-\u00e9-value"  # non-ASCII on purpose: compared as bytes

@@ -1,5 +1,6 @@
-"""Fixtures for the embedded server tests: a demo corpus in tmp and ``Embedded`` serving it
-in-process on an ephemeral port (initial ingest done, the log watcher polling)."""
+"""Fixtures for the embedded server tests: a demo corpus in tmp and the HTTP API of
+``serve`` over a ``LocalService`` in-process on an ephemeral port (first pass done, the
+local source watching the logs)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from typing import Any, TypeVar
 import aiohttp
 import pytest
 
+from indexer.logs.importers.detect import LogFormat
+from indexer.logs.watch import WatchRoot
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
-from worker.http.embedded import Embedded
+from worker.http.api import HttpApi
 from worker.http.ops import start_server
+from worker.local_service import LocalService
 
 T = TypeVar("T")
 POLL_S = 0.05
@@ -28,7 +32,7 @@ class Served:
     base: str
     http: aiohttp.ClientSession
     summary: DemoSummary
-    embedded: Embedded
+    embedded: HttpApi
 
     async def call(self, body: Any) -> dict[str, Any]:
         """``POST /v1/call`` that must answer 200; returns the reply envelope."""
@@ -67,30 +71,32 @@ def demo(tmp_path: Path) -> DemoSummary:
     return write_demo_corpus(tmp_path / "sessions", DEMO_SESSIONS, seed=7)
 
 
+def embedded_service(
+    root: Path, data: Path, *, log_format: LogFormat | None = None, **options: Any
+) -> LocalService:
+    """The ``LocalService`` ``serve`` runs over ``root`` (``options``: e.g. ``retain_days``)."""
+    return LocalService(data, [WatchRoot(root.resolve(), log_format)], role="serve", **options)
+
+
 @contextlib.asynccontextmanager
 async def running_embedded(
     root: Path, data: Path, *, token: str | None = None, **options: Any
-) -> AsyncIterator[tuple[Embedded, str, aiohttp.ClientSession]]:
-    """A real ``serve`` over ``root`` on a loopback port, ingested and watching; yields
-    the app, its base URL and an HTTP session; stopped and closed on exit. ``options``
-    go to ``Embedded`` (e.g. ``retain_days``)."""
-    embedded = Embedded([root], data, token=token, **options)
-    runner, port = await start_server(embedded.app(), "127.0.0.1:0")
-    watcher: asyncio.Task[None] | None = None
+) -> AsyncIterator[tuple[HttpApi, str, aiohttp.ClientSession]]:
+    """A real ``serve`` over ``root`` on a loopback port, its first pass done and its
+    local source watching; yields the API, its base URL and an HTTP session; stopped and
+    closed on exit. ``options`` go to ``LocalService`` (e.g. ``retain_days``)."""
+    local = embedded_service(root, data, **options)
+    api = HttpApi(local, token=token)
+    runner, port = await start_server(api.app(), "127.0.0.1:0")
     try:
-        await embedded.initial_ingest()
-        watcher = asyncio.create_task(embedded.watch(POLL_S))
+        local.start()
+        assert await local.wait_ready(60), "the first pass did not finish"
         async with aiohttp.ClientSession() as http:
-            yield embedded, f"http://127.0.0.1:{port}", http
+            yield api, f"http://127.0.0.1:{port}", http
     finally:
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
         await runner.cleanup()
-        # A cancelled scan may still be applying in a worker thread: let it finish first.
-        await asyncio.get_running_loop().shutdown_default_executor()
-        embedded.close()
+        await local.stop()
+        local.close()
 
 
 @pytest.fixture

@@ -110,7 +110,9 @@ async def test_retain_days_deletes_sessions_past_it(
     async with running_embedded(root, data, **options) as (embedded, _, _):
 
         async def erased() -> bool:
-            gone = embedded.service.get_session("old") is None and embedded.admin.expired == 1
+            source = embedded.local.source
+            assert source is not None
+            gone = embedded.service.get_session("old") is None and source.housekeeping.expired == 1
             return gone and not scan(data, [old_text.encode()])[old_text.encode()]
 
         await eventually(erased, timeout=20, what="the old session to be deleted and purged")

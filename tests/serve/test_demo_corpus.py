@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from indexer.ingest import ingest_files
 from indexer.logs.reader import read_log
 from indexer.logs.roots import decode_segment, discover, implied_session_id
 from indexer.query.service import StoreQueryService
+from indexer.sources.files import ingest_files
 from indexer.store.records.store import Store
 from worker.devtools.demo_corpus import (
     MIN_SESSIONS,

@@ -12,10 +12,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
 from worker.devtools.demo_corpus import DemoSummary, example_calls
-from worker.http.embedded import Embedded
+from worker.http.api import HttpApi
 from worker.http.ops import start_server
 
-from .conftest import Served, call_body
+from .conftest import Served, call_body, embedded_service
 
 
 def ids(demo: DemoSummary) -> dict[str, str]:
@@ -125,9 +125,9 @@ async def test_unmet_min_seq_times_out(served: Served) -> None:
     assert reply["error"]["message"] == "tool call timed out after 1ms"
 
 
-async def test_readyz_turns_200_after_the_initial_ingest(demo: DemoSummary, tmp_path: Path) -> None:
-    embedded = Embedded([demo.root], tmp_path / "data")
-    runner, port = await start_server(embedded.app(), "127.0.0.1:0")
+async def test_readyz_turns_200_after_the_first_pass(demo: DemoSummary, tmp_path: Path) -> None:
+    local = embedded_service(demo.root, tmp_path / "data")
+    runner, port = await start_server(HttpApi(local).app(), "127.0.0.1:0")
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as http:
@@ -138,13 +138,15 @@ async def test_readyz_turns_200_after_the_initial_ingest(demo: DemoSummary, tmp_
                 assert resp.status == 200
             async with http.get(f"{base}/v1/status") as resp:
                 assert (await resp.json())["ready"] is False
-            await embedded.initial_ingest()
+            local.start()
+            assert await local.wait_ready(60)
             async with http.get(f"{base}/readyz") as resp:
                 assert resp.status == 200
                 assert (await resp.json()) == {"ready": True}
     finally:
         await runner.cleanup()
-        embedded.close()
+        await local.stop()
+        local.close()
 
 
 async def test_manifest_tools_equal_the_upstream_schemas(served: Served) -> None:

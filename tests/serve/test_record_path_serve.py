@@ -1,6 +1,7 @@
-"""Embedded ``serve`` on the one record path (issue 8), under injected failures.
+"""WatchedStore ``serve`` on the one record path (issue 8), under injected failures.
 
-``Embedded.sync_once`` scans a dsh root and applies what changed through ``Store.apply``.
+``WatchedStore.sync_once`` runs one pass of the local source's writer over a dsh root:
+what changed is applied through the record loop (``indexer.sources.local.applier``).
 Its policy: a record that failed (rows, index documents) and a lost batch (a failed
 commit, SQLite ending the transaction) are retried from the watcher's last applied
 position, i.e. the watcher re-emits those sessions on its next scan. The tests inject a
@@ -21,8 +22,8 @@ from typing import Any
 import pytest
 
 import indexer.store.tantivy.index as index_module
-from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
+from indexer.sources.files import ingest_files
 from indexer.stats import store_stats
 from indexer.store.records.store import Store
 from indexer.store.tables.sqlite_tables import SqliteTables
@@ -39,9 +40,9 @@ from tests.injection import (
     inject,
     session_arg,
 )
+from tests.serve.watched import WatchedStore
 from tests.snapshots import snapshot
 from worker.devtools.demo_corpus.layout import session_path
-from worker.http.embedded import Embedded
 from worker.tools.access import Caller
 
 WS = "/w/serve"
@@ -91,32 +92,32 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def embedded(root: Path, tmp_path: Path) -> Iterator[Embedded]:
-    emb = Embedded([root], tmp_path / "data")
+def embedded(root: Path, tmp_path: Path) -> Iterator[WatchedStore]:
+    emb = WatchedStore(root, tmp_path / "data")
     yield emb
     emb.close()
 
 
-def events_of(emb: Embedded, sid: str) -> list[int] | None:
+def events_of(emb: WatchedStore, sid: str) -> list[int] | None:
     """The seqs the query service lists for ``sid`` (None: no such session)."""
     if emb.service.get_session(sid) is None:
         return None
     return [e.seq for e in emb.service.list_events(sid)]
 
 
-def found(emb: Embedded, word: str) -> set[str]:
+def found(emb: WatchedStore, word: str) -> set[str]:
     page = emb.service.search_sessions(word, [], [], limit=20)
     return {hit.record.header.id for hit in page.items}
 
 
-async def tool_finds(emb: Embedded, word: str, sid: str) -> bool:
+async def tool_finds(emb: WatchedStore, word: str, sid: str) -> bool:
     """Whether ``session_search`` (the tool, for the caller session) names ``sid``."""
     reply = await emb.pipeline.call("session_search", {"query": word}, Caller("caller"))
     assert reply.ok, reply
     return sid in reply.text
 
 
-def held(emb: Embedded) -> int:
+def held(emb: WatchedStore) -> int:
     return store_stats(emb.data).held_sessions
 
 
@@ -131,7 +132,7 @@ def clean_ingest(root: Path, data: Path) -> dict[str, Any]:
     return snapshot(data, offsets=False)
 
 
-async def assert_caught_up(emb: Embedded, root: Path, tmp_path: Path, name: str) -> None:
+async def assert_caught_up(emb: WatchedStore, root: Path, tmp_path: Path, name: str) -> None:
     """Every event of every log stored and searchable, the next append applied (not a
     seq gap), and the store equal to a clean ingest."""
     assert events_of(emb, "bad-b") == list(range(len(SESSIONS["bad-b"])))
@@ -187,12 +188,13 @@ def _fail_record(mp: pytest.MonkeyPatch, step: str) -> _Failure:
 
 
 RECORD_STEPS = ["rows", "index-document", "index-upsert", "rows-transaction-lost"]
+BATCH_STEPS = frozenset({"index-upsert", "rows-transaction-lost"})  # the store: the batch's
 
 
 @pytest.mark.parametrize("split", ["one-record", "record-per-event"])
 @pytest.mark.parametrize("step", RECORD_STEPS)
 async def test_a_failing_record_shows_nothing_partial_and_serve_catches_up(
-    embedded: Embedded,
+    embedded: WatchedStore,
     root: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -208,8 +210,9 @@ async def test_a_failing_record_shows_nothing_partial_and_serve_catches_up(
         await embedded.sync_once()
         assert failure.fired() == scan
         assert found(embedded, "bluebird") == set()
-        if step == "rows-transaction-lost":
-            # SQLite lost the whole batch: nothing of it is visible, and it is retried.
+        if step in BATCH_STEPS:
+            # The batch is lost (SQLite lost the transaction; a full disk is never a
+            # record's fault): nothing of it is visible, and it is retried.
             assert embedded.service.filter_sessions([]) == []
             continue
         assert not await tool_finds(embedded, "bluebird", "bad-b")
@@ -249,7 +252,7 @@ def _fail_commit(mp: pytest.MonkeyPatch, step: str) -> Injection:
 
 @pytest.mark.parametrize("step", ["index-commit", "sqlite-commit"])
 async def test_a_failing_first_commit_shows_nothing_and_serve_catches_up(
-    embedded: Embedded, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+    embedded: WatchedStore, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     injection = _fail_commit(monkeypatch, step)
     for scan in (1, 2):
@@ -267,7 +270,7 @@ async def test_a_failing_first_commit_shows_nothing_and_serve_catches_up(
 
 @pytest.mark.parametrize("step", ["index-commit", "sqlite-commit"])
 async def test_a_failing_commit_of_an_append_shows_nothing_of_it_and_serve_catches_up(
-    embedded: Embedded, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+    embedded: WatchedStore, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     await embedded.sync_once()
     assert events_of(embedded, "bad-b") == [0, 1, 2, 3]
@@ -304,7 +307,7 @@ def _fail_delete(mp: pytest.MonkeyPatch, step: str) -> Injection:
 
 @pytest.mark.parametrize("step", ["rows", "index-commit"])
 async def test_a_removed_log_whose_delete_failed_is_deleted_once_the_failure_clears(
-    embedded: Embedded, root: Path, monkeypatch: pytest.MonkeyPatch, step: str
+    embedded: WatchedStore, root: Path, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     await embedded.sync_once()
     assert found(embedded, "bluebird") == {"bad-b"}

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from indexer.kafka.indexer import Indexer
 from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
 from indexer.settings import IndexerSettings, KafkaSettings
 from indexer.snapshot.create import complete_snapshots, create_snapshot
 from indexer.snapshot.restore import restore_snapshot
 from indexer.snapshot.stores import DirectoryStore
+from indexer.sources.kafka import Indexer
 from tests.kafka.fixtures import TopicFactory
 from tests.kafka.harness import (
     Call,

@@ -24,6 +24,7 @@ import pytest
 from indexer.query.service import StoreQueryService
 from tests.builders import assistant, header, plain, title, user
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
+from tests.tool_names import unknown_tool_message
 from worker.pipeline import Pipeline
 from worker.tools.access import Caller
 
@@ -344,7 +345,7 @@ def test_json_envelope_of_a_success_carries_the_text(
         (
             "session_delete",
             "{}",
-            {"code": "INVALID_ARGS", "message": "invalid arguments: unknown session query tool"},
+            {"code": "INVALID_ARGS", "message": unknown_tool_message('"session_delete"')},
         ),
         (
             "session_search",

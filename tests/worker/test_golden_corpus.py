@@ -34,9 +34,9 @@ from typing import Any, Final
 
 import pytest
 
-from indexer.ingest import ingest_files
 from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
+from indexer.sources.files import ingest_files
 from indexer.store.records.store import Store
 from worker.contract.outcome import ToolReply
 from worker.pipeline import Pipeline

@@ -34,7 +34,10 @@ from worker.tools.session_search import SessionSearchArgs, session_filters
 
 
 def parse_arguments(tool: str, arguments: Any) -> Any:
-    return registry.parse_arguments(registry.lookup(tool), arguments)
+    found = registry.lookup(tool)
+    if isinstance(found, HarnessError):
+        raise found
+    return registry.parse_arguments(found, arguments)
 
 NOT_INTEGER = '"event_seq_from" must be an integer'
 

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import header, user
+from tests.tool_names import unknown_tool_message
 from tests.worker.conftest import Harness, HarnessFactory
 from worker.contract.deadline import CancelToken, Deadline
 from worker.contract.outcome import ToolReply
@@ -73,7 +74,7 @@ async def test_order_arguments_before_caller(make_harness: HarnessFactory) -> No
 async def test_unknown_tool_and_unknown_caller(make_harness: HarnessFactory) -> None:
     h = make_harness()
     reply = await h.call("session_delete", {"session_id": "x"})
-    assert error_of(reply) == ("INVALID_ARGS", "invalid arguments: unknown session query tool")
+    assert error_of(reply) == ("INVALID_ARGS", unknown_tool_message('"session_delete"'))
     reply = await h.call("session_trace", {}, caller=Caller("nobody"))
     assert error_of(reply) == ("SESSION_QUERY_SESSION_NOT_FOUND", "session was not found")
 
@@ -157,7 +158,7 @@ async def test_malformed_tool_names_are_invalid_args(
     make_harness: HarnessFactory, tool: Any
 ) -> None:
     reply = await make_harness().call(tool, {})
-    assert error_of(reply) == ("INVALID_ARGS", "invalid arguments: unknown session query tool")
+    assert error_of(reply) == ("INVALID_ARGS", unknown_tool_message("(not a string)"))
 
 
 async def test_malformed_caller_is_contained(make_harness: HarnessFactory) -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from indexer.metrics import Metrics
 from tests.builders import header
+from tests.tool_names import unknown_tool_message
 from tests.worker.conftest import Gate, Harness, HarnessFactory
 from worker.cancels import EARLY_CANCELS
 from worker.contract.envelopes import CallerRef, ToolRequest
@@ -343,7 +344,8 @@ async def test_unknown_tool_is_invalid_args_counted_as_unknown(tool: Any) -> Non
     metrics = Metrics("worker")
     pipeline = Pipeline(service, metrics=metrics)
     reply = await pipeline.answer(ToolCall("r1", tool, {}, Caller("c")))
-    assert error_of(reply) == ("INVALID_ARGS", "invalid arguments: unknown session query tool")
+    shown = json.dumps(tool) if isinstance(tool, str) else "(not a string)"
+    assert error_of(reply) == ("INVALID_ARGS", unknown_tool_message(shown))
     assert service.touched == []
     assert requests(metrics, "unknown", "INVALID_ARGS") == 1
     assert sample(metrics, "sessionq_request_seconds_count", tool="unknown") == 1
@@ -481,7 +483,8 @@ def test_lookup_finds_registered_tools() -> None:
 @pytest.mark.parametrize("name", [None, 1, 1.5, True, ["session_trace"], {"session_trace": 1},
                                   b"session_trace", "session_trace ", "SESSION_TRACE"])
 def test_lookup_rejects_anything_but_a_registered_name(name: object) -> None:
-    with pytest.raises(HarnessError) as raised:
-        lookup(name)
-    assert raised.value.code == "INVALID_ARGS"
-    assert raised.value.message == "invalid arguments: unknown session query tool"
+    found = lookup(name)
+    assert isinstance(found, HarnessError)
+    assert found.code == "INVALID_ARGS"
+    shown = json.dumps(name) if isinstance(name, str) else "(not a string)"
+    assert found.message == unknown_tool_message(shown)

@@ -39,7 +39,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 
 def cmd_indexer(args: argparse.Namespace) -> int:
-    from indexer.kafka.indexer import Indexer
+    from indexer.sources.kafka import Indexer
 
     settings = settings_from(IndexerSettings, args)
     setup_logging(settings)

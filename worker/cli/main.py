@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from indexer.errors import KafkaAccessError, UndeliverableError
+from indexer.store.lease import DataDirBusyError
 from worker.cli.delete_command import add_delete_command
 from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
 from worker.cli.keys_command import add_keys_command
 from worker.cli.mcp_command import add_mcp_command
-from worker.cli.options import EXIT_FAILED, nonneg_int, positive_int, setting
+from worker.cli.options import EXIT_FAILED, EXIT_USAGE, nonneg_int, positive_int, setting
 from worker.cli.serve_command import cmd_serve
 from worker.cli.snapshot_command import add_indexer_snapshot_flags, add_snapshot_command
 from worker.cli.store_commands import (
@@ -224,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_keys_command(sub)
     add_snapshot_command(sub)
     add_delete_command(sub, _bootstrap)
-    add_mcp_command(sub, _bootstrap, _tool_limits, _logs)
+    add_mcp_command(sub, _bootstrap, _tool_limits, _logs, _format)
 
     p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
     setting(
@@ -237,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     _format(p)
     _data(p)
     setting(p, "--listen", help="HTTP HOST:PORT")
-    setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")
+    setting(p, "--watch", choices=["auto", "poll"], help="file notifications (auto) or polling")
     setting(p, "--token-file", type=Path, help="file holding the HTTP API's bearer token")
     _retention(p)
     _tool_limits(p)
@@ -257,6 +258,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KafkaAccessError, UndeliverableError) as exc:
         print(f"sessionq {args.command}: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except DataDirBusyError as exc:
+        print(f"sessionq {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -16,10 +16,10 @@ from worker.cli.options import (
     EXIT_USAGE,
     data_exists,
     fail,
-    positive_int,
     setting,
     settings_from,
 )
+from worker.cli.runtime import run_until_stopped
 from worker.settings import McpSettings
 
 
@@ -28,15 +28,17 @@ def add_mcp_command(
     bootstrap: Callable[[argparse.ArgumentParser, str], None],
     tool_limits: Callable[[argparse.ArgumentParser], None],
     logs: Callable[[argparse.ArgumentParser], None],
+    formats: Callable[[argparse.ArgumentParser], None],
 ) -> None:
     p = sub.add_parser("mcp", help="serve the five tools over MCP (stdio or Streamable HTTP)")
     setting(p, "--transport", choices=["stdio", "http"], help="stdio or http")
     setting(p, "--data", type=Path, help="data directory (embedded store)")
     setting(p, "--sessions", nargs="+", type=Path, help="dsh roots or log files to ingest, watch")
+    formats(p)
     bootstrap(p, "answer through a Kafka cluster instead")
     setting(p, "--listen", help="HTTP HOST:PORT (--transport http)")
     setting(p, "--token-file", type=Path, help="file holding the HTTP bearer token")
-    setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")
+    setting(p, "--watch", choices=["auto", "poll"], help="file notifications (auto) or polling")
     setting(p, "--caller", help="the caller session id (else discovered by working directory)")
     setting(p, "--workspace", help="the caller's cwd, vouched for in its token (Kafka)")
     setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
@@ -69,7 +71,8 @@ def _http_token(settings: McpSettings) -> tuple[str, int, str | None]:
     return host, port, token
 
 
-def _backend(settings: McpSettings) -> Any:
+def _backend(settings: McpSettings, roots: list[Path]) -> Any:
+    from indexer.logs.watch import WatchRoot
     from worker.mcp.backends import EmbeddedBackend, KafkaBackend
 
     if settings.kafka is not None:
@@ -81,46 +84,62 @@ def _backend(settings: McpSettings) -> Any:
             signer = CallerSigner.from_file(settings.key_id, settings.signing_key)
         return KafkaBackend(settings.kafka, settings.tools, signer=signer, data=settings.data)
     assert settings.data is not None
+    fmt = None if settings.format == "auto" else settings.format
     return EmbeddedBackend(
-        settings.data, list(settings.sessions or []), settings.tools, poll_ms=settings.poll_ms
+        settings.data,
+        [WatchRoot(r, fmt) for r in roots],
+        settings.tools,
+        force_polling=settings.watch == "poll",
     )
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    """Order: settings -> the checks at the door (session paths, data dir, the HTTP port
+    bound now) -> the backend (its local source writes or stands by) -> the transport
+    until the client goes away or SIGTERM/SIGINT."""
+    from worker.cli import door
     from worker.cli.logs import configure_logging
     from worker.mcp.binding import CallerBinder
     from worker.mcp.server import build_server
 
     settings = settings_from(McpSettings, args)
-    # Without --sessions the data dir is read, never created.
-    if (
-        settings.data is not None
-        and not settings.sessions
-        and not data_exists("mcp", settings.data)
-    ):
-        return EXIT_USAGE
+    roots = door.session_roots("mcp", settings.sessions or [])
     address = _http_token(settings) if settings.transport == "http" else None
+    sock = door.listening_socket("mcp", address[0], address[1]) if address else None
+    # Without --sessions the data dir is read, never created.
+    if settings.data is not None and not settings.sessions:
+        if not data_exists("mcp", settings.data):
+            return EXIT_USAGE
+    elif settings.data is not None:
+        door.data_dir("mcp", settings.data)
     configure_logging(settings.log_format, settings.log_level)
-    backend = _backend(settings)
+    backend = _backend(settings, roots)
     binder = CallerBinder(settings.caller, workspace=settings.workspace)
     server = build_server(backend, binder)
 
-    async def main() -> None:
+    async def serve() -> None:
+        if address is None or sock is None:
+            from mcp.server.stdio import stdio_server
+
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+        else:
+            from worker.mcp.http import http_app, serve_http
+
+            host, _, token = address
+            await serve_http(http_app(server, host, token), host, sock)
+
+    async def main(stopping: asyncio.Event) -> None:
         await backend.start()
         try:
-            if address is None:
-                from mcp.server.stdio import stdio_server
-
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
-            else:
-                from worker.mcp.http import http_app, serve_http
-
-                host, port, token = address
-                await serve_http(http_app(server, host, token), host, port)
+            serving = asyncio.ensure_future(serve())
+            stop = asyncio.ensure_future(stopping.wait())
+            await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (serving, stop):
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await serving
         finally:
             await backend.stop()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
-    return EXIT_OK
+    return run_until_stopped(main, "mcp") or EXIT_OK

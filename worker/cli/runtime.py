@@ -4,10 +4,13 @@ graceful termination, and (workers in a replica) waiting for the local index."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Final
 
 from aiohttp import web
 
@@ -35,6 +38,42 @@ async def serve_ops(
     runner, port = await start_server(app, listen)
     print(f"metrics on {listen.rpartition(':')[0]}:{port}", file=sys.stderr)
     return runner
+
+
+STOP_GRACE_S: Final = 4.0  # after SIGTERM/SIGINT, the longest a role takes to stop
+
+
+def run_until_stopped(main: Callable[[asyncio.Event], Awaitable[None]], command: str) -> int:
+    """Run ``main(stopping)`` in a new event loop until it returns. SIGTERM and SIGINT
+    set ``stopping``; a role that has not stopped ``STOP_GRACE_S`` later (a worker
+    thread in the middle of a long read, a blocked stdin) is ended at once, as is one
+    that gets a second signal: the data dir is crash-safe, so nothing is lost that a
+    restart does not redo. Never a traceback; the exit status is 0."""
+
+    def hard_exit(why: str) -> None:
+        print(f"sessionq {command}: {why}; stopping now", file=sys.stderr, flush=True)
+        logging.shutdown()
+        os._exit(0)
+
+    async def runner() -> None:
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if stopping.is_set():
+                hard_exit("a second signal")
+            stopping.set()
+            loop.call_later(STOP_GRACE_S, hard_exit, f"not stopped after {STOP_GRACE_S:.0f} s")
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal)
+        await main(stopping)
+
+    try:
+        asyncio.run(runner())
+    except KeyboardInterrupt:  # a SIGINT before the handlers were installed
+        return 0
+    return 0
 
 
 def on_terminate(stop: Callable[[], Awaitable[None]]) -> None:

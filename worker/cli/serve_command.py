@@ -1,14 +1,20 @@
-"""``sessionq serve``: embedded mode in the foreground, with a progress bar on a terminal."""
+"""``sessionq serve``: embedded mode in the foreground — the local source applies the
+watched logs (``worker.local_service``), the HTTP API answers (``worker.http.api``).
+
+Order: settings -> the checks at the door (``worker.cli.door``: the session paths, the
+data dir, the listen port bound now) -> the HTTP server on that socket -> the local
+source (it writes the data dir, or stands by while another process does) -> the ready
+line once this process's logs are in the store -> until SIGTERM/SIGINT.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import sys
 
 from worker.cli.options import EXIT_OK, fail, settings_from
-from worker.cli.runtime import on_terminate, setup_logging
+from worker.cli.runtime import run_until_stopped, setup_logging
 from worker.settings import ServeSettings
 
 
@@ -16,12 +22,8 @@ def _token(settings: ServeSettings) -> str | None:
     """The bearer token, checked before binding: beyond loopback one is required; an
     unreadable or empty token file exits 2 (the message names the file, never the token)."""
     from worker.http.auth import TokenFileError, is_loopback, load_token
-    from worker.http.ops import parse_listen
 
-    try:
-        host, _ = parse_listen(settings.listen)
-    except ValueError as exc:
-        fail("serve", f"--listen / SESSIONQ_LISTEN: {exc}")
+    host = _address(settings)[0]
     if settings.token_file is None:
         if not is_loopback(host):
             fail(
@@ -36,66 +38,73 @@ def _token(settings: ServeSettings) -> str | None:
         fail("serve", f"--token-file / SESSIONQ_TOKEN_FILE: {exc}")
 
 
+def _address(settings: ServeSettings) -> tuple[str, int]:
+    from worker.http.ops import parse_listen
+
+    try:
+        return parse_listen(settings.listen)
+    except ValueError as exc:
+        fail("serve", f"--listen / SESSIONQ_LISTEN: {exc}")
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    from worker.http.embedded import Embedded
-    from worker.http.ops import start_server
+    from indexer.logs.watch import WatchRoot
+    from worker.cli import door
 
     settings = settings_from(ServeSettings, args)
     token = _token(settings)
+    roots = door.session_roots("serve", settings.sessions)
+    host, port = _address(settings)
+    sock = door.listening_socket("serve", host, port)
+    data = door.data_dir("serve", settings.data)
     setup_logging(settings)
+    fmt = None if settings.format == "auto" else settings.format
 
-    async def main() -> None:
-        embedded = Embedded(
-            settings.sessions,
-            settings.data,
+    async def main(stopping: asyncio.Event) -> None:
+        from worker.http.api import HttpApi
+        from worker.http.ops import serve_on
+        from worker.local_service import LocalService
+
+        local = LocalService(
+            data,
+            [WatchRoot(r, fmt) for r in roots],
+            role="serve",
             limits=settings.tools,
-            token=token,
             retain_days=settings.retain_days,
             retention_check_s=settings.retention_check_ms / 1000,
-            log_format=None if settings.format == "auto" else settings.format,
+            force_polling=settings.watch == "poll",
         )
-        runner, port = await start_server(embedded.app(), settings.listen)
-        host = settings.listen.rpartition(":")[0].strip("[]")
-        base = f"http://{host}:{port}"
-        print(f"sessionq serving on {base} (ingesting...)", file=sys.stderr, flush=True)
-        bar = None
-        if sys.stderr.isatty():
-            from tqdm import tqdm
-
-            bar = tqdm(unit="record", file=sys.stderr, desc="ingest")
-
-        def progress(done: int, total: int) -> None:
-            if bar is not None:
-                bar.total = total
-                bar.n = done
-                bar.refresh()
-
+        runner = await serve_on(HttpApi(local, token=token).app(), sock)
+        shown = f"[{host}]" if ":" in host else host
+        base = f"http://{shown}:{sock.getsockname()[1]}"
+        print(f"sessionq serving on {base} (indexing...)", file=sys.stderr, flush=True)
         try:
-            await embedded.initial_ingest(progress)
-            if bar is not None:
-                bar.close()
-            s = embedded.status
-            print(
-                f"ready: {s.applied_records} records applied, {len(s.rejected)} files rejected;"
-                f" console {base}/",
-                flush=True,
-            )
-            for reason in s.rejected.values():
-                print(f"  rejected: {reason}", file=sys.stderr)
-            watch = asyncio.ensure_future(embedded.watch(settings.poll_ms / 1000))
-
-            async def _stop() -> None:
-                watch.cancel()
-
-            on_terminate(_stop)
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
+            local.start()
+            ready = asyncio.ensure_future(local.wait_ready())
+            stop = asyncio.ensure_future(stopping.wait())
+            await asyncio.wait({ready, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if ready.done():
+                _print_ready(local, base)
+                await stop
+            ready.cancel()
         finally:
             await runner.cleanup()
-            embedded.close()
+            await local.stop()
+            local.close()
 
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        return EXIT_OK
-    return EXIT_OK
+    return run_until_stopped(main, "serve") or EXIT_OK
+
+
+def _print_ready(local: object, base: str) -> None:
+    from worker.local_service import LocalService
+
+    assert isinstance(local, LocalService) and local.source is not None
+    s = local.source.status
+    who = "" if s.writer is None else f" ({s.writer} writes the data dir)"
+    print(
+        f"ready: {s.applied_records} records applied, {len(s.rejected)} files skipped{who};"
+        f" console {base}/",
+        flush=True,
+    )
+    for reason in s.rejected.values():
+        print(f"  skipped: {reason}", file=sys.stderr)

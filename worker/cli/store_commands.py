@@ -8,7 +8,9 @@ import asyncio
 import logging
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -25,12 +27,17 @@ from worker.cli.options import (
 from worker.contract.envelopes import Reply, reply_for
 from worker.settings import CallSettings, ManifestSettings, StatsSettings
 
+if TYPE_CHECKING:
+    from indexer.store.lease import Holder
+
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from indexer.ingest import ingest_files
-    from indexer.ingest_parallel import default_jobs
     from indexer.logs.importers.detect import discover_sources
+    from indexer.sources.files import ingest_files
+    from indexer.sources.parallel import default_jobs
+    from indexer.store.lease import WriterLease
     from indexer.store.records.store import Store
+    from worker.cli import door
 
     settings = settings_from(IngestSettings, args)
     paths = [Path(p) for p in args.paths]
@@ -41,24 +48,26 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     files = discover_sources([p for p in paths if p.exists()], forced)
     if not files and missing:
         return EXIT_FAILED
-    store = Store(settings.data, failpoints=settings.failpoints)
-    bar = None
-    if sys.stderr.isatty() and files:
-        from tqdm import tqdm
+    data = door.data_dir(args.command, settings.data)
+    with WriterLease(data, "ingest").turn(on_wait=_waiting(data)):
+        store = Store(data, failpoints=settings.failpoints)
+        bar = None
+        if sys.stderr.isatty() and files:
+            from tqdm import tqdm
 
-        bar = tqdm(total=len(files), unit="file", file=sys.stderr, desc="ingest")
-    try:
-        summary = ingest_files(
-            store,
-            files,
-            commit_every_events=settings.commit_every,
-            jobs=default_jobs(settings.jobs),
-            on_file=(lambda _p: bar.update(1)) if bar else None,
-        )
-    finally:
-        if bar is not None:
-            bar.close()
-        store.close()
+            bar = tqdm(total=len(files), unit="file", file=sys.stderr, desc="ingest")
+        try:
+            summary = ingest_files(
+                store,
+                files,
+                commit_every_events=settings.commit_every,
+                jobs=default_jobs(settings.jobs),
+                on_file=(lambda _p: bar.update(1)) if bar else None,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+            store.close()
     print(
         f"ingested {summary.sessions} sessions, {summary.events} events, "
         f"{summary.documents} documents from {summary.files} files"
@@ -79,6 +88,27 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     return EXIT_OK if summary.readable else EXIT_FAILED
+
+
+def _waiting(data: Path) -> Callable[[Holder], None]:
+    """Told once when another process writes ``data``: a server hands the data dir over
+    between two of its batches; a Kafka indexer never does (its dir is a replica)."""
+
+    def told(holder: Holder) -> None:
+        if holder.role == "indexer":
+            fail(
+                "ingest",
+                f"{data} is a replica written by a Kafka indexer ({holder.describe()}): ingest"
+                " into another data dir, or publish the logs (sessionq publish)",
+            )
+        print(
+            f"sessionq ingest: waiting for the writer of {data} ({holder.describe()}) to hand"
+            " it over...",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return told
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

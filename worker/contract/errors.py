@@ -8,6 +8,8 @@ At the reply boundary an error becomes a plain ``ToolFailure`` value.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -118,10 +120,27 @@ def timeout_failure(budget_ms: int) -> ToolFailure:
     return ToolFailure(TOOL_TIMEOUT, f"tool call timed out after {budget_ms}ms")
 
 
-def unknown_tool(name: object) -> HarnessError:
-    """A call naming no session-query tool; the name is not echoed (it is host input)."""
-    del name
-    return HarnessError("invalid arguments: unknown session query tool", INVALID_ARGS)
+UNKNOWN_TOOL_MESSAGE: Final = "invalid arguments: unknown session query tool"
+_SHOWN_NAME_CHARS: Final = 64
+
+
+def unknown_tool(name: object, known: Sequence[str]) -> HarnessError:
+    """A call naming no session-query tool: ``INVALID_ARGS`` naming the tool (JSON-quoted
+    and cut to ``_SHOWN_NAME_CHARS``: it is host input) and the known ones. Every
+    transport maps this one result to its own form (``is_unknown_tool``)."""
+    if isinstance(name, str):
+        shown = name if len(name) <= _SHOWN_NAME_CHARS else name[:_SHOWN_NAME_CHARS] + "…"
+        what = json.dumps(shown, ensure_ascii=False)
+    else:
+        what = "(not a string)"
+    return HarnessError(
+        f"{UNKNOWN_TOOL_MESSAGE} {what}; known tools: {', '.join(known)}", INVALID_ARGS
+    )
+
+
+def is_unknown_tool(code: str, message: str) -> bool:
+    """Whether a failure is ``unknown_tool``'s (a transport that shows it its own way)."""
+    return code == INVALID_ARGS and message.startswith(UNKNOWN_TOOL_MESSAGE + " ")
 
 
 def cancellation_failure(reason: Any) -> ToolFailure:

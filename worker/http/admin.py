@@ -1,9 +1,13 @@
-"""Erasure in embedded mode: the admin endpoint ``POST /v1/admin/delete`` and the
-``--retain-days`` check of ``sessionq serve``.
+"""Erasure in embedded mode: the admin endpoint ``POST /v1/admin/delete`` of ``sessionq
+serve``.
 
-Both apply delete records through the record path (``Store.apply``) under the ingest
-lock, so they never interleave with a watcher batch, and commit at once: the commit runs
-the purge pass (``indexer.store.maintenance.purge``) unless one ran less than its interval ago.
+The deletes are applied through the record loop and committed at once, by the process
+that writes the data dir: this one between two passes of its local source, or, when
+another process writes, in a one-shot turn of the writer lease
+(``LocalSource.write``). The commit runs the purge pass
+(``indexer.store.maintenance.purge``) unless one ran less than its interval ago.
+``--retain-days`` deletes go the same way, from the writer's housekeeping
+(``indexer.sources.local.housekeeping``).
 
 The endpoint needs ``serve`` to run with a bearer token (``--token-file``): the token
 guard of every ``/v1`` path then admits only callers holding it. Without a token it
@@ -12,16 +16,13 @@ refuses (403): an unauthenticated loopback API may read, never erase.
 Body ``{"session_ids": ["…", …]}`` (1 to ``MAX_IDS`` strings); answer
 ``{"results": [{"session_id": "…", "outcome": "deleted" | "unknown"}, …],
 "purge": {"complete": …, "seconds": …} | null}`` (``null``: the pass comes later). A
-deleted session whose log file is still watched is not read again while ``serve`` runs
-(only appended events would be, and they are rejected: the session has no header any
-more); a restart reads the file again, so remove the log to keep it erased.
+deleted session whose log file is still watched is read again only when its log
+changes; remove the log to keep it erased.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -30,11 +31,11 @@ import orjson
 from aiohttp import web
 
 from indexer.errors import BatchAbortedError, SessionqError
-from indexer.metrics import Metrics
 from indexer.model.records import DeleteRecord
+from indexer.sources.loop import RecordLoop
 from indexer.store.maintenance.purge import PurgeReport
-from indexer.store.maintenance.retention import Retention
 from indexer.store.records.store import Store
+from worker.local_service import LocalService
 
 log = logging.getLogger("sessionq.serve.admin")
 
@@ -51,73 +52,37 @@ class Deleted:
 
 
 class StoreAdmin:
-    """Deletes sessions from the embedded store: on request, and by retention."""
+    """Deletes sessions from the embedded store on request."""
 
-    def __init__(
-        self,
-        store: Store,
-        lock: asyncio.Lock,
-        metrics: Metrics,
-        *,
-        retain_days: int | None = None,
-        retention_check_s: float = 60.0,
-    ) -> None:
-        self.store = store
-        self.lock = lock
-        self.metrics = metrics
-        self.retention = None if retain_days is None else Retention(retain_days)
-        self.retention_check_s = retention_check_s
-        self._next_check = 0.0
-        self.expired = 0  # sessions deleted by retention
+    def __init__(self, local: LocalService) -> None:
+        self.local = local
 
-    def _delete_now(self, session_ids: Sequence[str]) -> Deleted:
-        """Apply one delete per id and commit (in a worker thread, under the lock)."""
+    def _delete_now(self, store: Store, session_ids: Sequence[str]) -> Deleted:
+        """Apply one delete per id and commit (in a worker thread, with the writer's
+        store); an id that fails aborts the whole request."""
+        loop = RecordLoop(store, self.local.metrics)
         outcomes = []
-        passes = self.store.purger.passes
+        passes = store.purger.passes
         try:
             for sid in session_ids:
-                applied = self.store.apply(DeleteRecord(v=1, kind="delete", session_id=sid))
-                outcomes.append((sid, "unknown" if applied.noop else "deleted"))
-                if not applied.noop:
-                    self.metrics.records_applied.labels("delete").inc()
-            self.store.commit()
+                result = loop.apply(DeleteRecord(v=1, kind="delete", session_id=sid))
+                if result.error is not None:
+                    raise result.error
+                assert result.applied is not None
+                outcomes.append((sid, "unknown" if result.applied.noop else "deleted"))
+            loop.commit()
         except SessionqError:
-            self.store.abort()
+            store.abort()
             raise
-        purge = self.store.purger.last if self.store.purger.passes > passes else None
+        purge = store.purger.last if store.purger.passes > passes else None
         return Deleted(outcomes, purge)
 
     async def delete(self, session_ids: Sequence[str]) -> Deleted:
-        async with self.lock:
-            return await asyncio.to_thread(self._delete_now, list(dict.fromkeys(session_ids)))
-
-    def _expire_now(self) -> None:
-        """One retention check (in a worker thread, under the lock)."""
-        assert self.retention is not None
-        expired = self.retention.expired(self.store.tables)
-        if not expired:
-            return
-        done = self._delete_now([e.session_id for e in expired])
-        gone = sum(1 for _, outcome in done.outcomes if outcome == "deleted")
-        self.expired += gone
-        self.metrics.retention_deletes.inc(gone)
-        log.info(
-            "retention: deleted %d sessions whose newest event is older than %d days"
-            " (the oldest at %d ms)",
-            gone,
-            self.retention.retain_days,
-            expired[0].last_event_ms,
-        )
-
-    async def tick(self) -> None:
-        """The watch loop's tick: the retention check when due, then a due purge pass."""
-        async with self.lock:
-            now = time.monotonic()
-            if self.retention is not None and now >= self._next_check:
-                self._next_check = now + self.retention_check_s
-                await asyncio.to_thread(self._expire_now)
-            if self.store.purger.due():
-                await asyncio.to_thread(self.store.purge_if_due)
+        source = self.local.source
+        if source is None:
+            raise SessionqError("this server watches no logs and writes no data dir")
+        ids = list(dict.fromkeys(session_ids))
+        return await source.write(lambda store: self._delete_now(store, ids))
 
     def routes(self, *, token_required: bool) -> list[web.RouteDef]:
         return [web.post(DELETE_PATH, self._view(token_required))]

@@ -4,6 +4,7 @@ aiohttp server."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -50,6 +51,14 @@ def ops_routes(
         web.get("/healthz", healthz),
         web.get("/readyz", readyz),
     ]
+
+
+async def serve_on(app: web.Application, sock: socket.socket) -> web.AppRunner:
+    """Start serving ``app`` on a socket bound already (``worker.cli.door``)."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.SockSite(runner, sock).start()
+    return runner
 
 
 async def start_server(app: web.Application, listen: str) -> tuple[web.AppRunner, int]:

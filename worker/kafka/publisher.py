@@ -43,7 +43,7 @@ class Publisher:
         self._stopping.set()
 
     async def run(self, paths: Sequence[Path], *, follow: bool, interval_s: float = 0.5) -> None:
-        self.watcher = LogWatcher(paths, format=self.format)
+        self.watcher = LogWatcher.of(paths, self.format)
         while True:
             # Pipelined: the idempotent producer keeps each partition's order, so records
             # are queued back to back and acknowledged together at the end of the scan.

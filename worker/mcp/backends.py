@@ -1,12 +1,15 @@
 """Where an MCP tool call is answered: the embedded store or a Kafka cluster.
 
-Both give the reply envelope ``sessionq call`` prints, so the MCP text is the CLI's:
+Both give the reply envelope ``sessionq call`` prints, so the MCP text is the CLI's, and
+both compute a call's deadline once (``deadline``), which the server reports progress
+against and hands to ``call``:
 
-* ``EmbeddedBackend`` — a data dir, read through ``Pipeline.answer`` like ``sessionq
-  call --data``; with ``--sessions`` it is ``sessionq serve``'s ``Embedded`` (first
-  ingest in the background, then the watcher), and calls wait for the first ingest.
-  A cancelled MCP request cancels the pipeline's ``CancelToken``: the call stops at its
-  next check and its (unsent) reply says ``SESSION_QUERY_ABORTED``.
+* ``EmbeddedBackend`` — a data dir through ``worker.local_service`` (the pipeline over
+  the store, like ``sessionq call --data``); with ``--sessions`` the local source
+  watches the logs (in this process while it writes the data dir, else in the one that
+  does), and calls wait, within their deadline, until this process's logs are in the
+  store. A cancelled MCP request cancels the pipeline's ``CancelToken``: the call stops
+  at its next check and its (unsent) reply says ``SESSION_QUERY_ABORTED``.
 * ``KafkaBackend`` — the host client ``SessionqClient`` (signing callers when a key is
   given); a cancelled MCP request cancels the awaiting task, which publishes the cancel
   record. With ``--data`` (a replica's data dir, read only) callers can be discovered.
@@ -22,15 +25,21 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from indexer.logs.watch import WatchRoot
 from indexer.query.protocol import QueryService
 from indexer.query.service import StoreQueryService
 from indexer.settings import KafkaSettings
 from worker.authn.tokens import CallerSigner
-from worker.contract.deadline import CancelToken
+from worker.contract.deadline import CancelToken, Deadline
 from worker.contract.envelopes import Reply, reply_for
+from worker.contract.errors import timeout_failure
+from worker.contract.outcome import ToolReply
 from worker.limits import ToolLimits
+from worker.local_service import LocalService
 from worker.mcp.binding import BoundCaller
+from worker.pipeline import deadline_for
 from worker.tools.access import Caller
+from worker.tools.registry import Tool
 
 log = logging.getLogger("sessionq.mcp")
 T = TypeVar("T")
@@ -48,8 +57,10 @@ class Backend(Protocol):
 
     async def service(self) -> QueryService | None: ...
 
+    def deadline(self, tool: Tool[Any], timeout_ms: int | None) -> Deadline: ...
+
     async def call(
-        self, tool: str, arguments: Any, caller: BoundCaller, *, timeout_ms: int | None
+        self, tool: Tool[Any], arguments: Any, caller: BoundCaller, *, deadline: Deadline
     ) -> Reply: ...
 
 
@@ -59,56 +70,28 @@ class EmbeddedBackend:
     def __init__(
         self,
         data: Path,
-        sessions: list[Path],
+        roots: list[WatchRoot],
         limits: ToolLimits,
         *,
-        poll_ms: int = 200,
+        force_polling: bool = False,
     ) -> None:
-        self.data = data
-        self.sessions = sessions
         self.limits = limits
-        self.poll_s = poll_ms / 1000
-        self._ready = asyncio.Event()
+        self.local = LocalService(
+            data, roots, role="mcp", limits=limits, force_polling=force_polling
+        )
+        self.pipeline = self.local.pipeline
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._embedded: Any = None
-        self._service: StoreQueryService | None = None
-        self.pipeline: Any = None
         self.running = 0  # calls in the pipeline, an abandoned (cancelled) one included
         self.cancelled = 0  # calls whose MCP request was cancelled
 
     async def start(self) -> None:
-        from worker.pipeline import Pipeline
-
-        if not self.sessions:
-            self._service = StoreQueryService(self.data)
-            self.pipeline = Pipeline(self._service, self.limits)
-            self._ready.set()
-            return
-        from worker.http.embedded import Embedded
-
-        self._embedded = Embedded(self.sessions, self.data, limits=self.limits)
-        self.pipeline = self._embedded.pipeline
-        self._spawn(self._ingest_then_watch())
-
-    async def _ingest_then_watch(self) -> None:
-        embedded = self._embedded
-        await embedded.initial_ingest()
-        for reason in embedded.status.rejected.values():
-            log.warning("rejected: %s", reason)
-        log.info("ready: %d records applied", embedded.status.applied_records)
-        self._ready.set()
-        await embedded.watch(self.poll_s)
+        self.local.start()
 
     def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         task = asyncio.ensure_future(coro)  # held until done (the loop keeps weak refs)
         self._tasks.add(task)
-        task.add_done_callback(self._finished)
+        task.add_done_callback(self._tasks.discard)
         return task
-
-    def _finished(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background task failed: %s", task.exception())
 
     async def stop(self) -> None:
         for task in list(self._tasks):
@@ -116,14 +99,15 @@ class EmbeddedBackend:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._embedded is not None:
-            self._embedded.close()
-        if self._service is not None:
-            self._service.close()
+        await self.local.stop()
+        self.local.close()
 
     async def service(self) -> QueryService | None:
-        await self._ready.wait()
-        return self._embedded.service if self._embedded is not None else self._service
+        await self.local.wait_ready()
+        return self.local.service
+
+    def deadline(self, tool: Tool[Any], timeout_ms: int | None) -> Deadline:
+        return self.pipeline.deadline(tool, timeout_ms)
 
     async def _counted(self, call: Coroutine[Any, Any, T]) -> T:
         self.running += 1
@@ -132,19 +116,28 @@ class EmbeddedBackend:
         finally:
             self.running -= 1
 
+    async def _answer(
+        self,
+        tool: Tool[Any],
+        arguments: Any,
+        caller: BoundCaller,
+        deadline: Deadline,
+        token: CancelToken,
+    ) -> ToolReply:
+        """Wait (within the deadline) until this process's logs are in the store, then
+        run the pipeline."""
+        if not await self.local.wait_ready(max(0.0, deadline.remaining())):
+            return ToolReply(error=timeout_failure(deadline.budget_ms))
+        return await self.pipeline.call(
+            tool, arguments, Caller(caller.session_id), deadline=deadline, token=token
+        )
+
     async def call(
-        self, tool: str, arguments: Any, caller: BoundCaller, *, timeout_ms: int | None
+        self, tool: Tool[Any], arguments: Any, caller: BoundCaller, *, deadline: Deadline
     ) -> Reply:
-        await self._ready.wait()
         token = CancelToken()
         request_id = str(uuid.uuid4())
-        running = self._spawn(
-            self._counted(
-                self.pipeline.call(
-                    tool, arguments, Caller(caller.session_id), timeout_ms=timeout_ms, token=token
-                )
-            )
-        )
+        running = self._spawn(self._counted(self._answer(tool, arguments, caller, deadline, token)))
         try:
             result = await asyncio.shield(running)
         except asyncio.CancelledError:
@@ -198,14 +191,18 @@ class KafkaBackend:
     async def service(self) -> QueryService | None:
         return self._service
 
+    def deadline(self, tool: Tool[Any], timeout_ms: int | None) -> Deadline:
+        """What the workers' pipeline will compute for this call (the host's limits)."""
+        return deadline_for(self.limits, tool, timeout_ms, None)
+
     async def call(
-        self, tool: str, arguments: Any, caller: BoundCaller, *, timeout_ms: int | None
+        self, tool: Tool[Any], arguments: Any, caller: BoundCaller, *, deadline: Deadline
     ) -> Reply:
         # Cancelling this task publishes the cancel record (SessionqClient.call).
         return await self.client.call(
-            tool,
+            tool.name,
             arguments,
             session_id=caller.session_id,
-            timeout_ms=timeout_ms if timeout_ms is not None else self.limits.max_timeout_ms,
+            timeout_ms=deadline.budget_ms,
             workspace=caller.workspace,
         )

@@ -109,13 +109,11 @@ def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
     return BearerGuard(app, token)
 
 
-async def serve_http(app: ASGIApp, host: str, port: int) -> None:
-    """Bind first (port 0 picks a free one), print the URL on stderr, then serve until
-    cancelled or signalled."""
+async def serve_http(app: ASGIApp, host: str, sock: socket.socket) -> None:
+    """Serve on ``sock`` (bound at the door, ``worker.cli.door``): print the URL on
+    stderr, then serve until cancelled."""
     import uvicorn
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host, port), family=family)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"sessionq mcp on http://{shown}:{bound}{MCP_PATH}", file=sys.stderr, flush=True)

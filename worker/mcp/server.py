@@ -7,13 +7,16 @@
   the one ``sessionq call`` prints: the tool's text as one ``TextContent``, or, for a
   tool error, ``isError: true`` with the text ``CODE: message`` (the CLI's stderr line)
   and the code and message under ``_meta["sessionq/error"]``. An unknown tool name is
-  the protocol error the MCP specification asks for (``-32602``), not a tool result.
+  the protocol error the MCP specification asks for (``-32602``), not a tool result,
+  with the registry's one unknown-tool message (``worker.tools.registry.lookup``).
 * deadlines — a call's ``timeout_ms`` is ``_meta["sessionq/timeout_ms"]`` when the
   client sends one (an extension; MCP carries no request timeout), capped as for every
-  transport (the tool's budget, ``--max-timeout-ms``). While a call runs past
-  ``PROGRESS_EVERY_S`` and the client gave a ``progressToken``, the server reports
-  progress (elapsed ms of the deadline's budget, ``total``), so clients that extend
-  their own timeout on progress wait exactly as long as the deadline and no longer.
+  transport (the tool's budget, ``--max-timeout-ms``). The backend computes the
+  deadline once (the pipeline's step 2) and the call runs under that same deadline.
+  While a call runs past ``PROGRESS_EVERY_S`` and the client gave a ``progressToken``,
+  the server reports progress (elapsed ms of the deadline's budget, ``total``), so
+  clients that extend their own timeout on progress wait exactly as long as the
+  deadline and no longer.
 * extensions — sessionq's own request options ride ``_meta["sessionq/..."]``, never the
   five upstream schemas (``read_extensions``): ``timeout_ms`` today; a filter on a
   session's source agent would be read there too and passed on to the backend.
@@ -32,14 +35,14 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from worker.contract.deadline import Deadline
 from worker.contract.envelopes import Reply, error_reply
 from worker.contract.errors import HarnessError
 from worker.manifest import manifest
 from worker.mcp.backends import Backend
 from worker.mcp.binding import BindingError, CallerBinder
 from worker.mcp.extensions import read_extensions, restricted
-from worker.pipeline import deadline_for
-from worker.tools.registry import TOOLS
+from worker.tools.registry import lookup
 
 SERVER_NAME: Final = "sessionq"
 ERROR_META_KEY: Final = "sessionq/error"
@@ -95,13 +98,11 @@ def build_server(backend: Backend, binder: CallerBinder) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         name = params.name
-        if name not in TOOLS:
-            raise MCPError(
-                types.INVALID_PARAMS,
-                f"unknown tool {name!r}; known tools: {', '.join(TOOLS)}",
-            )
+        tool = lookup(name)
+        if isinstance(tool, HarnessError):  # the registry's one answer, as MCP's error
+            raise MCPError(types.INVALID_PARAMS, tool.message)
         ext = read_extensions(params.meta)
-        timeout_ms = ext.timeout_ms
+        deadline = backend.deadline(tool, ext.timeout_ms)
         service = await backend.service()
         try:
             caller = await binder.bind(_connection_of(ctx), service, ctx)
@@ -112,9 +113,9 @@ def build_server(backend: Backend, binder: CallerBinder) -> Server[Any]:
             arguments = await restricted(ext, service, name, arguments, caller.session_id)
         except HarnessError as exc:
             return reply_result(error_reply("mcp", exc.code, exc.message))
-        call = asyncio.ensure_future(backend.call(name, arguments, caller, timeout_ms=timeout_ms))
+        call = asyncio.ensure_future(backend.call(tool, arguments, caller, deadline=deadline))
         try:
-            reply = await _with_progress(ctx, call, name, timeout_ms, backend)
+            reply = await _with_progress(ctx, call, name, deadline)
         except asyncio.CancelledError:
             call.cancel()
             raise
@@ -131,15 +132,11 @@ def build_server(backend: Backend, binder: CallerBinder) -> Server[Any]:
 
 
 async def _with_progress(
-    ctx: ServerRequestContext[Any, Any],
-    call: asyncio.Future[Reply],
-    name: str,
-    timeout_ms: int | None,
-    backend: Backend,
+    ctx: ServerRequestContext[Any, Any], call: asyncio.Future[Reply], name: str, deadline: Deadline
 ) -> Reply:
-    """Await the call; past ``PROGRESS_EVERY_S``, report the deadline's progress."""
+    """Await the call; past ``PROGRESS_EVERY_S``, report the call's deadline's progress."""
     started = time.monotonic()
-    budget = deadline_for(backend.limits, TOOLS[name], timeout_ms, None).budget_ms
+    budget = deadline.budget_ms
     while True:
         done, _ = await asyncio.wait({call}, timeout=PROGRESS_EVERY_S)
         if done:

@@ -17,7 +17,7 @@ from typing import Any, Final, Generic, Literal, TypeVar
 from indexer.query.protocol import QueryService
 from worker.contract.arguments import TOOL_NAMES, bound_violations, schema_violations
 from worker.contract.deadline import CancelToken
-from worker.contract.errors import InvalidArgsError, unknown_tool
+from worker.contract.errors import HarnessError, InvalidArgsError, unknown_tool
 from worker.tools.access import ResolvedCaller
 
 ArgsT = TypeVar("ArgsT")
@@ -74,11 +74,15 @@ def _registry() -> dict[str, Tool[Any]]:
 TOOLS: Final[Mapping[str, Tool[Any]]] = _registry()
 
 
-def lookup(name: object) -> Tool[Any]:
-    """The tool called ``name``; any other name (it is host input) is ``INVALID_ARGS``."""
+def lookup(name: object) -> Tool[Any] | HarnessError:
+    """The tool called ``name``, or the one unknown-tool error (``INVALID_ARGS`` naming
+    it and the known tools): the only place a tool name is decided. A ``Tool`` (a
+    transport that decided already, e.g. MCP) is taken as it is."""
+    if isinstance(name, Tool):
+        return name
     tool = TOOLS.get(name) if isinstance(name, str) else None
     if tool is None:
-        raise unknown_tool(name)
+        return unknown_tool(name, tuple(TOOLS))
     return tool
 
 

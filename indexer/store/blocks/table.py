@@ -79,7 +79,7 @@ BlockRow = tuple[int, int, int, bytes]
 def block_rows(events: Sequence[StoredEvent], codec: Codec, did: int, level: int) -> list[BlockRow]:
     """``events`` (starting a new block) cut into blocks and compressed. Pure, so ingest
     workers build a new session's blocks off the writer process
-    (``indexer.ingest_parallel``) exactly as ``EventBlocks.append`` would."""
+    (``indexer.sources.parallel``) exactly as ``EventBlocks.append`` would."""
     return [
         (block[0].seq, block[-1].seq, did, codec.compress(encode(block), did, level))
         for block in split_blocks(events)

@@ -4,7 +4,7 @@
 from the folded steps it derives every row, shadow mark, link, replacement, the fold
 state and the index documents. It reads nothing stored, so it runs where the events were
 read — in the writer process for a record, in an ingest worker process for a whole log
-(``indexer.ingest_parallel``) — and the writer applies the plan the same way in both
+(``indexer.sources.parallel``) — and the writer applies the plan the same way in both
 cases: one planning code path, so parallel ingest writes what sequential ingest writes.
 
 Shadow marks on events stored *before* the batch need their stored rows (an indexed one
@@ -153,7 +153,7 @@ def plan_packed(log: PackedLog) -> WritePlan | None:
 @dataclass(slots=True)
 class FreshLog:
     """A whole log read from seq 0, planned as the writes of a session the store does not
-    hold yet, its blocks built and compressed (``indexer.ingest_parallel``). The writer
+    hold yet, its blocks built and compressed (``indexer.sources.parallel``). The writer
     applies it only when its header creates the session; otherwise the log is applied
     the ordinary way."""
 

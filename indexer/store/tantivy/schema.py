@@ -81,7 +81,7 @@ class IndexDoc:
 def prebuilt(d: IndexDoc) -> IndexDoc:
     """``d`` with its text sanitized and tokenized into its ``text`` and ``pairs`` field
     values: all of a document's tokenizing, done where CPU is free
-    (``indexer.ingest_parallel``). The writer only fills a ``tantivy.Document`` from
+    (``indexer.sources.parallel``). The writer only fills a ``tantivy.Document`` from
     plain strings — cheaper than shipping a pickled document (several times the text's
     size, and slow to unpickle) — and Tantivy only splits them at spaces."""
     text = sanitize_text(d.text)

@@ -1,0 +1,83 @@
+"""Checks at the door of the long-running commands: what a newcomer gets wrong is said in
+one line naming the cause and the fix, with exit status 2, before any work starts.
+
+* ``--sessions`` paths must exist (a typo must not start a server that never answers);
+* ``--data`` must be a directory this process can create or write, and a non-empty
+  directory must be a sessionq data dir (``--data ~`` must not fill a home directory);
+* a listen address must be free: the port is bound here, before the first ingest, and
+  the bound socket is what the server then serves on.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+
+from indexer.store.layout import SQLITE_NAME, WATCH_DIR_NAME, WRITER_LOCK_NAME
+from worker.cli.options import fail
+
+_OWN_FILES = frozenset({SQLITE_NAME, WRITER_LOCK_NAME, WATCH_DIR_NAME, "tantivy"})
+
+
+def session_roots(command: str, paths: Sequence[Path]) -> list[Path]:
+    """The ``--sessions`` paths, absolute; a missing one exits 2."""
+    out: list[Path] = []
+    for given in paths:
+        path = Path(os.path.expanduser(given))
+        if not path.exists():
+            fail(
+                command,
+                f"--sessions {given}: no such file or directory (give a dsh root, a Claude"
+                " Code, Codex or other agent's log tree, or log files)",
+            )
+        out.append(path.resolve())
+    return out
+
+
+def data_dir(command: str, path: Path) -> Path:
+    """A data dir this process may write: created when missing; exits 2 naming why not."""
+    path = Path(os.path.expanduser(path))
+    if path.exists() and not path.is_dir():
+        fail(command, f"--data {path} is a file, not a directory: give a directory for the data")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(command, f"--data {path}: cannot create it ({exc.strerror or exc})")
+    if not os.access(path, os.W_OK | os.X_OK):
+        fail(command, f"--data {path}: not writable by this user (fix its permissions)")
+    entries = set(os.listdir(path))
+    if entries and not entries & _OWN_FILES:
+        fail(
+            command,
+            f"--data {path} is a non-empty directory that is not a sessionq data directory:"
+            " give an empty or new directory (e.g. ~/.sessionq/data)",
+        )
+    return path
+
+
+def listening_socket(command: str, host: str, port: int) -> socket.socket:
+    """Bind ``host:port`` now (``:0`` picks a free port); a busy port exits 2."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        fail(command, f"--listen {host}:{port}: cannot resolve {host!r} ({exc.strerror})")
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            fail(
+                command,
+                f"--listen {host}:{port}: the address is already in use (another server on"
+                " that port? pick another with --listen HOST:PORT, or port 0 for a free one)",
+            )
+        fail(command, f"--listen {host}:{port}: cannot listen there ({exc.strerror or exc})")
+    sock.setblocking(False)
+    return sock
