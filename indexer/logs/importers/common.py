@@ -254,6 +254,10 @@ class EventBuilder:
                 fallback = {"title": title, "messageSeqs": [seq], "source": {"kind": "fallback"}}
                 self._pending.append(("session/title", time, fallback, line))
 
+    def first_time(self) -> int | None:
+        """The time of the first queued event that has one."""
+        return next((t for _e, t, _d, _l in self._pending if t is not None), None)
+
     def finish(self, header: SessionHeader) -> SessionLog:
         events: list[SessionEvent] = []
         fold = SurfaceFold()
