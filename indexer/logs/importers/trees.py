@@ -9,12 +9,12 @@ A directory is an agent's tree by its name or its layout (checked in this order)
   ``*/subagents/*.jsonl``: ``<project>/*.jsonl`` and
   ``<project>/<session>/subagents/*.jsonl``;
 * Gemini CLI and Qwen Code: ``.gemini``, ``.qwen``, their ``tmp``, or any directory
-  holding ``chats/`` or ``*/chats/``: ``<project>/chats/session-*.json[l]`` and the
+  holding ``chats/`` up to two levels down: ``<project>/chats/session-*.json[l]`` and the
   subagents' ``<project>/chats/<parent id>/*.jsonl``;
 * OpenCode: ``opencode``, its ``storage``, or any directory holding ``session/`` beside
   ``message/``: ``storage/session/<project>/ses*.json``;
 * Copilot CLI: ``.copilot``, ``session-state``, or any directory holding
-  ``*/events.jsonl``: ``session-state/<id>/events.jsonl`` and
+  ``session-state/`` or ``*/events.jsonl``: ``session-state/<id>/events.jsonl`` and
   ``session-state/<id>.jsonl``.
 
 Every walk is :func:`indexer.logs.files.walk`: symlinked directories are followed once,
@@ -162,11 +162,13 @@ def tree_format(root: Path) -> TreeFormat | None:
         return "codex"
     if _has(root, lambda r: len(r) >= 3 and r[-2] == "subagents", 3):
         return "claude-code"
-    if _has(root, lambda r: len(r) <= 2 and r[-1] == "chats", 1):
+    if _has(root, lambda r: len(r) <= 3 and r[-1] == "chats", 2):
         return "gemini"
     if _is_dir(root / "session") and _is_dir(root / "message"):
         return "opencode"
-    if _has(root, lambda r: len(r) == 2 and r[1] == "events.jsonl", 1):
+    if _is_dir(root / "session-state") or _has(
+        root, lambda r: len(r) == 2 and r[1] == "events.jsonl", 1
+    ):
         return "copilot"
     return None
 
