@@ -110,14 +110,17 @@ def execute_script(conn: sqlite3.Connection, script: str) -> None:
 
 def open_schema(conn: sqlite3.Connection) -> None:
     """Create the schema of a new database, or migrate an older one in place
-    (``indexer.store.migrate``); a database of a newer release is refused."""
+    (``indexer.store.migrate``, then its imported subagents' ids); a database of a
+    newer release is refused."""
+    from indexer.store.migrate import migrate, rename_subagent_ids
+
     version = stored_version(conn)
     if version == SCHEMA_VERSION:
+        rename_subagent_ids(conn)
         return
     if version is not None:
-        from indexer.store.migrate import migrate
-
         migrate(conn, version)
+        rename_subagent_ids(conn)
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -133,3 +136,4 @@ def open_schema(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    rename_subagent_ids(conn)  # nothing to rename: records that none will be
