@@ -11,8 +11,8 @@ A directory is an agent's tree by its name or its layout (checked in this order)
 * Gemini CLI and Qwen Code: ``.gemini``, ``.qwen``, their ``tmp``, or any directory
   holding ``chats/`` up to two levels down: ``<project>/chats/session-*.json[l]`` and the
   subagents' ``<project>/chats/<parent id>/*.jsonl``;
-* OpenCode: ``opencode``, its ``storage``, or any directory holding ``session/`` beside
-  ``message/``: ``storage/session/<project>/ses*.json``;
+* OpenCode: ``opencode``, its ``storage``, or any directory holding ``storage/session/``
+  or ``session/`` beside ``message/``: ``storage/session/<project>/ses*.json``;
 * Copilot CLI: ``.copilot``, ``session-state``, or any directory holding
   ``session-state/`` or ``*/events.jsonl``: ``session-state/<id>/events.jsonl`` and
   ``session-state/<id>.jsonl``.
@@ -164,7 +164,9 @@ def tree_format(root: Path) -> TreeFormat | None:
         return "claude-code"
     if _has(root, lambda r: len(r) <= 3 and r[-1] == "chats", 2):
         return "gemini"
-    if _is_dir(root / "session") and _is_dir(root / "message"):
+    if _is_dir(root / "storage" / "session") or (
+        _is_dir(root / "session") and _is_dir(root / "message")
+    ):
         return "opencode"
     if _is_dir(root / "session-state") or _has(
         root, lambda r: len(r) == 2 and r[1] == "events.jsonl", 1
