@@ -16,7 +16,6 @@ from indexer.logs.importers import discover_report
 from indexer.logs.reader import MAX_LOG_NESTING
 from tests.importers.conftest import CLAUDE_PROJECTS, CODEX_SESSIONS, Tools, ingest
 from worker.cli.main import main
-from worker.tools.access import Caller
 
 
 def _deep_dsh(path: Path, sid: str, levels: int) -> Path:
