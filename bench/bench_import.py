@@ -1,4 +1,4 @@
-"""Import rate of Claude Code transcripts next to the dsh reader, on the same volume.
+"""Import rate of every imported format next to the dsh reader, on the same volume.
 
 1. the dsh side: the real corpus (``tests/data/dsh``, the valid logs) copied ``--copies``
    times under fresh session ids;
@@ -6,9 +6,14 @@
    message, assistant content block (text, reasoning as thinking, tool call as
    ``tool_use``) and tool result becomes the Claude Code record that carries it -- copied
    until it holds at least as many bytes as the dsh side;
-3. per side, in this process: (a) read every file (``read_log`` / ``read_claude_code``:
-   decode, map, fold), (b) ``ingest_files`` into a fresh data dir (read + store + commit);
-   events/s and MB/s of each, printed side by side with the machine size.
+3. the Codex, Gemini CLI, Copilot CLI and OpenCode sides: the same conversations (each
+   dsh log's prompts, answers, thinking, tool calls and results, in order) written in
+   each format (``tests/importers/agent_logs.py``), copied until each holds at least
+   the dsh side's bytes;
+4. per side, in this process: (a) read every file (``read_source``: decode, map, fold),
+   (b) ``ingest_files`` into a fresh data dir (read + store + commit); events/s and MB/s
+   of each (OpenCode: all the session's message and part files counted), printed side by
+   side with the machine size. ``--only dsh,codex`` runs some sides.
 
 ``python bench/bench_import.py --copies 4`` (default) reads about 60,000 dsh events.
 """
@@ -26,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -34,10 +39,11 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from indexer.logs.importers import LogFormat, LogSource
-from indexer.logs.importers.claude_code import read_claude_code
+from indexer.logs.importers.detect import read_source
 from indexer.logs.reader import LogRejectedError, SessionLog, read_log
 from indexer.sources.files import ingest_files
 from indexer.store.records.store import Store
+from tests.importers.agent_logs import WRITERS, Turn
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 CORPUS: Final = ROOT / "tests" / "data" / "dsh"
@@ -166,8 +172,42 @@ def _claude_copy(log: SessionLog, copy: int, out: Path) -> Path | None:
     return target
 
 
+def _turns(log: SessionLog) -> list[Turn]:
+    """A dsh log's conversation as agent-neutral turns (``agent_logs``)."""
+    out: list[Turn] = []
+    for event in log.events:
+        data = event.data if isinstance(event.data, dict) else {}
+        message = data["message"] if isinstance(data.get("message"), dict) else data
+        if event.type == "user/message":
+            text = "\n".join(b["text"] for b in _blocks(data.get("content")) if "text" in b)
+            out.append(("user", text))
+        elif event.type == "assistant/message":
+            for block in _blocks(message.get("content")):
+                if block["type"] == "text":
+                    out.append(("assistant", block["text"]))
+                elif block["type"] == "thinking":
+                    out.append(("thinking", block["thinking"]))
+                else:
+                    out.append(("call", orjson.dumps(block["input"]).decode()))
+        elif event.type == "tool/result":
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool-result":
+                    texts = [b.get("text", "") for b in block.get("content") or []
+                             if isinstance(b, dict) and b.get("type") == "text"]
+                    out.append(("result", "\n".join(texts)))
+    return out
+
+
 def _bytes(paths: list[Path]) -> int:
-    return sum(p.stat().st_size for p in paths)
+    total = 0
+    for p in paths:
+        if p.parent.parent.name == "session":  # OpenCode: the session's message and part files
+            storage = p.parents[2]
+            messages = list((storage / "message" / p.stem).glob("*.json"))
+            parts = [f for m in messages for f in (storage / "part" / m.stem).glob("*.json")]
+            total += sum(f.stat().st_size for f in messages + parts)
+        total += p.stat().st_size
+    return total
 
 
 @dataclass
@@ -178,7 +218,7 @@ class Side:
 
     def read_all(self) -> tuple[int, float]:
         started = time.perf_counter()
-        events = sum(len(self.read(p).events) for p in self.files)
+        events = sum(len(read_source(LogSource(p, self.fmt)).events) for p in self.files)
         return events, time.perf_counter() - started
 
     def ingest(self, data: Path) -> tuple[int, float]:
@@ -212,6 +252,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=4, help="copies of the dsh corpus")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--only", default="", help="comma-separated sides (formats) to run")
     args = parser.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     dsh_dir, cc_dir = args.out / "dsh", args.out / "claude" / "-home-dev-bench"
@@ -226,8 +267,22 @@ def main() -> int:
         copy += 1
     sides = {
         "dsh reader": Side(dsh_files, read_log, "dsh"),
-        "Claude Code importer": Side(cc_files, read_claude_code, "claude-code"),
+        "Claude Code importer": Side(cc_files, read_log, "claude-code"),
     }
+    names = {"codex": "Codex importer", "gemini": "Gemini CLI importer",
+             "copilot": "Copilot CLI importer", "opencode": "OpenCode importer"}  # fmt: skip
+    turns = [t for log in logs if (t := _turns(log))]
+    for fmt, name in names.items():
+        root, copy = args.out / fmt, 0
+        files: list[Path] = []
+        while _bytes(files) < _bytes(dsh_files):
+            for n, conversation in enumerate(turns):
+                sid = str(uuid.uuid5(NAMESPACE, f"{fmt}-{copy}-{n}"))
+                files.append(WRITERS[fmt](root, conversation, sid))
+            copy += 1
+        sides[name] = Side(sorted(files), read_log, cast(LogFormat, fmt))
+    only = {f for f in args.only.split(",") if f}
+    sides = {n: s for n, s in sides.items() if not only or s.fmt in only}
     print(f"machine: {_machine()}")
     print(f"{'':22} {'files':>6} {'MB':>7} {'events':>8} {'read ev/s':>10} {'read MB/s':>9}"
           f" {'ingest ev/s':>11} {'ingest MB/s':>11}")  # fmt: skip

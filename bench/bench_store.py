@@ -374,13 +374,13 @@ def _fts5_runner(db: Path) -> tuple[Callable[[dict[str, Any]], int], Callable[[]
 def _sessionq_doc_count(data: Path, query: str) -> int | None:
     """Matching documents for the report (uses the index's own query builder)."""
     try:
-        from indexer.query.search import normalize_query
+        from indexer.model.search import Query
         from indexer.store.tantivy import TantivyIndex, analyze
         from indexer.store.tantivy.queries import text_query
 
         index = TantivyIndex(data / "tantivy", writable=False)
         searcher = index._searcher()
-        tokens = analyze(normalize_query(query))
+        tokens = analyze(Query.parse(query).text)
         if searcher is None or not tokens:
             return 0
         result: Any = searcher.search(text_query(index._schema, tokens), limit=1, count=True)

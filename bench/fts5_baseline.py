@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from indexer.logs.reader import LogRejectedError, read_log
-from indexer.query.search import normalize_query
+from indexer.model.search import Query
 from indexer.store.tantivy.snippet import MATCH_END, MATCH_START, make_snippet
 from indexer.surface.fold import classify
 from indexer.surface.text import extract_text
@@ -130,7 +130,7 @@ class Fts5Search:
         time_to: int | None = None,
         limit: int = LIMIT,
     ) -> list[Fts5Hit]:
-        match = phrase(normalize_query(query))
+        match = phrase(Query.parse(query).text)
         where = ["docs MATCH ?"]
         params: list[Any] = [match]
         if types is not None:
@@ -196,6 +196,6 @@ class Fts5Search:
     def count(self, query: str) -> int:
         """Documents matching the phrase (for the report)."""
         row = self.conn.execute(
-            "SELECT count(*) FROM docs WHERE docs MATCH ?", [phrase(normalize_query(query))]
+            "SELECT count(*) FROM docs WHERE docs MATCH ?", [phrase(Query.parse(query).text)]
         ).fetchone()
         return int(row[0])

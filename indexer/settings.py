@@ -31,8 +31,11 @@ REPLIES_TOPIC = "sessionq.replies"
 
 # How session log files are read: recognised per root and file, or one format forced
 # (indexer.logs.importers.detect; "auto" is None there).
-SourceFormat = Literal["auto", "dsh", "claude-code", "codex"]
-FORMAT_DESCRIPTION = "log format of the paths: auto (recognised), dsh, claude-code, codex"
+SourceFormat = Literal["auto", "dsh", "claude-code", "codex", "gemini", "opencode", "copilot"]
+FORMAT_DESCRIPTION = (
+    "log format of the paths: auto (recognised), dsh, claude-code, codex, gemini, opencode,"
+    " copilot"
+)
 
 
 def env_name(field: str) -> str:

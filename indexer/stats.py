@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from indexer.logs.importers.common import AGENTS
 from indexer.model.header import DSH_AGENT
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.tables.connection import connect
@@ -26,7 +27,9 @@ class StoreStats:
     offsets: dict[str, int]
     sqlite_bytes: int
     index_bytes: int
-    # source agent -> {"sessions": n, "events": m}; a header without one is "dsh"
+    # source agent -> {"sessions": n, "events": m}: every agent an importer writes
+    # (indexer.logs.importers.common.AGENTS, zero when none), then any other tag; a
+    # header without one is "dsh"
     agents: dict[str, dict[str, int]]
 
     def to_json(self) -> dict[str, Any]:
@@ -52,7 +55,9 @@ def _agent_counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
         " COALESCE(SUM(next_seq), 0) FROM sessions GROUP BY 1 ORDER BY 1",
         (DSH_AGENT,),
     )
-    return {agent: {"sessions": n, "events": e} for agent, n, e in rows}
+    counts = {agent: {"sessions": 0, "events": 0} for agent in AGENTS}
+    counts.update({agent: {"sessions": n, "events": e} for agent, n, e in rows})
+    return counts
 
 
 def store_stats(data_dir: Path) -> StoreStats:

@@ -80,36 +80,39 @@ print_examples(sys.argv[1], sys.argv[2:])' "$BASE" "${PATHS[@]}" || true
 
 SERVER=
 POLLER=
-FORWARD=
 cleanup() {
     if [[ -n "$POLLER" ]]; then
         kill "$POLLER" 2>/dev/null || true
         wait "$POLLER" 2>/dev/null || true
     fi
     if [[ -n "$SERVER" ]]; then
-        # Ctrl-C reached the server itself (one process group); a SIGTERM of this script
-        # is passed on. It stops within 5 s; one that does not is ended.
-        [[ -n "$FORWARD" ]] && kill -TERM "$SERVER" 2>/dev/null
-        for signal in TERM KILL; do
-            for _ in $(seq 50); do
-                kill -0 "$SERVER" 2>/dev/null || break 2
-                sleep 0.1
-            done
-            kill "-$signal" "$SERVER" 2>/dev/null || true
+        # The server stops within 5 s of its SIGTERM; one that does not is ended.
+        kill -TERM "$SERVER" 2>/dev/null || true
+        for _ in $(seq 100); do
+            kill -0 "$SERVER" 2>/dev/null || break
+            sleep 0.1
         done
+        kill -KILL "$SERVER" 2>/dev/null || true
         wait "$SERVER" 2>/dev/null || true
     fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'FORWARD=1; exit 143' TERM
 
+# The server runs in a process group of its own (job control on for this one command):
+# Ctrl-C reaches this script only, which passes it on as one SIGTERM.
+set -m
 "$SQ" serve --sessions "${PATHS[@]}" --data "$DATA" --listen "$LISTEN" &
 SERVER=$!
+set +m
+trap 'kill -TERM "$SERVER" 2>/dev/null || true' INT TERM
 announce "$SERVER" &
 POLLER=$!
-set +e
-wait "$SERVER"
-status=$?
+set +e  # the server's exit status is this script's; a signal only ends one wait
+status=0
+while true; do
+    wait "$SERVER"
+    status=$?
+    kill -0 "$SERVER" 2>/dev/null || break  # a signal ended the wait, not the server
+done
 SERVER=
 exit "$status"

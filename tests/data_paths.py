@@ -23,3 +23,8 @@ JS_VECTORS: Final = DATA_DIR / "js_vectors.json"
 # ``projects``/``sessions`` read cleanly, ``malformed`` holds one broken file per case).
 CLAUDE_CODE_DIR: Final = DATA_DIR / "claude-code"
 CODEX_DIR: Final = DATA_DIR / "codex"
+# The other agents' hand-written fixtures (tests/data/README.md): Gemini CLI chats,
+# OpenCode storage, Copilot CLI session state.
+GEMINI_DIR: Final = DATA_DIR / "gemini"
+OPENCODE_DIR: Final = DATA_DIR / "opencode"
+COPILOT_DIR: Final = DATA_DIR / "copilot"

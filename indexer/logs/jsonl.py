@@ -24,6 +24,7 @@ from typing import IO, BinaryIO, Final, cast
 import zstandard
 
 from indexer.errors import LogValidationError
+from indexer.logs.files import open_regular
 
 __all__ = ["MAX_DECOMPRESSED_BYTES", "MAX_LINE_BYTES", "ZSTD_MAGIC", "iter_lines"]
 
@@ -44,9 +45,10 @@ def iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     of a run of blank lines followed by content only the first is yielded, so the
     reader can reject it on the right line. A final line without a newline is yielded
     like any other line. Failures raise :class:`LogValidationError` with ``line`` set to
-    the line that could not be read.
+    the line that could not be read. A path that is not a regular file (a FIFO, a
+    socket, a device) raises ``NotRegularFileError`` before anything is read.
     """
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         compressed = f.read(4) == ZSTD_MAGIC
         f.seek(0)
         yield from _split(_zstd_chunks(f) if compressed else _plain_chunks(f))

@@ -30,9 +30,11 @@ from indexer.logs.jsonl import iter_lines
 from indexer.logs.roots import implied_session_id
 from indexer.model.event import SessionEvent
 from indexer.model.header import SessionHeader, parse_header
+from indexer.model.records import MAX_NESTING, nesting_exceeds
 from indexer.surface.fold import FoldedLog, FoldStep, SurfaceFold
 
 __all__ = [
+    "MAX_LOG_NESTING",
     "LogRejectedError",
     "PackedLog",
     "SessionLog",
@@ -76,6 +78,15 @@ def _finite_float(text: str) -> float:
     return value
 
 
+MAX_LOG_NESTING = MAX_NESTING - 2
+"""The JSON nesting levels one log line may have: 126. An event published as an
+``events`` record sits two levels deeper (the record object, its ``events`` array), so
+every line a reader accepts also fits the record bound (``MAX_NESTING``) and is stored
+and read by the same code; orjson encodes it without the recursive fallback (its own
+limit is 255), and the read path (``indexer.query.events``, which decodes with orjson and
+prints with the iterative ``js_stringify``) reads whatever this bound lets in."""
+
+
 def parse_line(line: bytes) -> Any:
     """Decode one JSON line as JavaScript's ``JSON.parse`` would, or fail.
 
@@ -83,16 +94,23 @@ def parse_line(line: bytes) -> Any:
     as in JavaScript). The stdlib decoder is the fallback for the one input JavaScript
     accepts and orjson refuses: lone surrogate escapes (a stream delta that split a
     surrogate pair). NaN, Infinity and numbers overflowing a double are rejected
-    (lossless JSON only), as is nesting deeper than either decoder supports.
+    (lossless JSON only), as is nesting deeper than :data:`MAX_LOG_NESTING` levels.
     Raises :class:`LogValidationError`.
     """
     try:
-        return orjson.loads(line)
+        value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         try:
-            return json.loads(line, parse_constant=_reject_constant, parse_float=_finite_float)
+            value = json.loads(line, parse_constant=_reject_constant, parse_float=_finite_float)
         except (ValueError, RecursionError):
             raise LogValidationError(f"line is not valid JSON: {exc}") from exc
+    # Counting brackets is C-speed and bounds the depth from above: only a line with
+    # that many is walked (strings are opaque to the walk).
+    if line.count(b"[") + line.count(b"{") > MAX_LOG_NESTING and nesting_exceeds(
+        value, MAX_LOG_NESTING
+    ):
+        raise LogValidationError(f"line is nested deeper than {MAX_LOG_NESTING} levels")
+    return value
 
 
 def read_log(path: Path | str, *, expected_id: str | None = None) -> SessionLog:

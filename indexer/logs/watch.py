@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.logs.importers.detect import LogFormat, LogSource, discover_sources, read_source
+from indexer.logs.importers.detect import LogFormat, LogSource, discover_report, read_source
 from indexer.logs.reader import LogRejectedError
 from indexer.model import SessionEvent
 from indexer.model.records import DeleteRecord, EventsRecord, EventStreamRecord, HeaderRecord
@@ -107,25 +107,39 @@ class LogWatcher:
 
     # ---- discovery -----------------------------------------------------------------------------
     def discover(self) -> tuple[dict[Path, LogSource], list[Path]]:
-        """Every log under the roots, and the roots whose walk failed."""
+        """Every log under the roots, and the roots whose walk failed. Roots of one
+        format are walked together (a Gemini CLI project hash is resolved against every
+        path given); a failing walk is retried root by root, so one bad root costs only
+        itself. A path the walk skipped (a FIFO, a symlink loop) gets one note."""
         found: dict[Path, LogSource] = {}
         failed: list[Path] = []
+        groups: dict[LogFormat | None, list[Path]] = {}
         for root in self.roots:
+            groups.setdefault(root.format, []).append(root.path)
+        for fmt, paths in groups.items():
             try:
-                sources = discover_sources([root.path], root.format)
-            except (OSError, RuntimeError, ValueError) as exc:
-                self._note(str(root.path), f"{root.path}: cannot walk: {exc}")
-                failed.append(root.path)
-                continue
-            for source in sources:
-                found.setdefault(source.path, source)
+                reports = [discover_report(paths, fmt)]
+            except (OSError, RuntimeError, ValueError):
+                reports = []
+                for path in paths:
+                    try:
+                        reports.append(discover_report([path], fmt))
+                    except (OSError, RuntimeError, ValueError) as exc:
+                        self._note(str(path), f"{path}: cannot walk: {exc}")
+                        failed.append(path)
+            for report in reports:
+                for skipped in report.skipped:
+                    self._note(str(skipped.path), str(skipped))
+                for source in report.sources:
+                    found.setdefault(source.path, source)
         return found, failed
 
     def _note(self, path: str, reason: str) -> None:
+        """Remember why ``path`` is not read; say it once (``reason`` names the path)."""
         self.rejected[path] = reason
         if path not in self._noted:
             self._noted.add(path)
-            log.warning("skipping %s", reason)
+            log.warning("%s", reason)
 
     def scan(self, found: tuple[dict[Path, LogSource], list[Path]] | None = None) -> list[Emitted]:
         """Walk every root (or take ``found``, a ``discover()`` result) and emit what
@@ -244,7 +258,7 @@ class LogWatcher:
         except OSError:
             return []
         if not stat.S_ISREG(st.st_mode):
-            self._note(str(path), f"{path}: not a regular file")
+            self._note(str(path), f"{path}: skipped: not a regular file")
             return []
         signature = _signature(st)
         if signature == tracked.signature:

@@ -1,14 +1,18 @@
 """Search values below both the store and the query layer (SPEC §6, §7).
 
-The filters a search accepts and the event hit it returns: the Tantivy store takes and
-returns them, the query layer passes them through, the worker builds and renders them.
-Plain frozen dataclasses; nothing here touches storage.
+The query (normalized once: ``Query.parse``), the filters a search accepts and the event
+hit it returns: the Tantivy store takes and returns them, the query layer passes them
+through, the worker builds and renders them. Plain frozen dataclasses; nothing here
+touches storage.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from indexer.errors import INVALID_QUERY, SessionQueryError
+from indexer.surface.jstext import js_collapse
 
 Surface = Literal["current", "shadowed", "log-only"]
 Availability = Literal["live", "persisted"]
@@ -86,3 +90,27 @@ class EventHit:
     time: int
     surface: Surface
     snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A normalized search query (``Query.parse``: SPEC §7.2)."""
+
+    text: str
+
+    @classmethod
+    def parse(cls, query: object) -> Query:
+        """Text, trimmed and collapsed, non-empty, no NUL; U+FDD0/1 -> U+FFFD (the
+        snippet markers). Raises ``SessionQueryError`` (INVALID_QUERY)."""
+        if isinstance(query, Query):
+            return query
+        if not isinstance(query, str):
+            raise SessionQueryError("session-search query must be text", INVALID_QUERY)
+        q = js_collapse(query)
+        if not q:
+            raise SessionQueryError(
+                "session-search query must contain non-whitespace text", INVALID_QUERY
+            )
+        if "\0" in q:
+            raise SessionQueryError("session-search query must not contain NUL", INVALID_QUERY)
+        return cls(q.replace("\ufdd0", "\ufffd").replace("\ufdd1", "\ufffd"))

@@ -1,4 +1,9 @@
-"""Exact event reads: records, event traces (SPEC §8.2) and event windows (§8.3)."""
+"""Exact event reads: records, event traces (SPEC §8.2) and event windows (§8.3).
+
+A window's events pass the message-shape check of SPEC §1.3 (``indexer.model.shapes``,
+the one copy of that rule; importers check every event they make against it too, so an
+imported event is always readable here).
+"""
 
 from __future__ import annotations
 
@@ -11,22 +16,24 @@ from indexer.errors import (
     EVENT_NOT_FOUND,
     INVALID_WINDOW,
     SESSION_NOT_FOUND,
-    SessionqError,
     SessionQueryError,
 )
 from indexer.model import SessionEvent, SessionHeader
 from indexer.model.header import is_safe_int
 from indexer.model.search import Surface
+from indexer.model.shapes import EventShapeError, check_message_shape
 from indexer.query.types import EventRecord, EventTrace, EventWindow
 from indexer.store.blocks.table import EventBlocks
 
-
-class EventShapeError(SessionqError):
-    """A stored message event whose shape a reader cannot trust (SPEC §8.3 step 5).
-
-    Not a ``SessionQueryError`` on purpose: the tool boundary shows it as the generic
-    SESSION_QUERY_TOOL_FAILED.
-    """
+__all__ = [
+    "EventShapeError",
+    "check_message_shape",
+    "check_window_bound",
+    "list_events",
+    "read_event",
+    "session_header",
+    "trace_event",
+]
 
 
 def session_header(conn: sqlite3.Connection, session_id: str) -> tuple[SessionHeader, int, int]:
@@ -119,61 +126,3 @@ def read_event(
         check_message_shape(event)
     target = next(e for e in events if e.seq == seq)
     return EventWindow(header, target, events, start, end)
-
-
-def _nonempty_str(v: Any) -> bool:
-    return isinstance(v, str) and v != ""
-
-
-def check_message_shape(event: SessionEvent) -> None:
-    """SPEC §8.3 step 5, reading the older message shapes of deliberate difference 9.
-
-    Current-shape events must be fully identified; an older-shape event (content directly
-    in ``data``) only needs its content to be a list.
-    """
-    where = f"session event at seq {event.seq}"
-    data = event.data
-    if event.type not in ("user/message", "assistant/message", "tool/result"):
-        return
-    if not isinstance(data, dict):
-        raise EventShapeError(f"{where} lacks an identified message")
-    if event.type == "user/message":
-        msg: Any = data
-        if "id" not in msg and "role" not in msg:
-            if not isinstance(msg.get("content"), list):
-                raise EventShapeError(f"{where} message content must be an array")
-            return
-    else:
-        if "message" not in data:
-            if not isinstance(data.get("content"), list):
-                raise EventShapeError(f"{where} lacks an identified message")
-            return
-        msg = data["message"]
-    if not isinstance(msg, dict) or not _nonempty_str(msg.get("id")):
-        raise EventShapeError(f"{where} lacks an identified message")
-    role = "assistant" if event.type == "assistant/message" else "user"
-    if msg.get("role") != role:
-        raise EventShapeError(f'{where} message role must be "{role}"')
-    source = msg.get("source")
-    if not isinstance(source, dict) or not _nonempty_str(source.get("kind")):
-        raise EventShapeError(f"{where} message source kind must be a non-empty string")
-    content = msg.get("content")
-    if not isinstance(content, list):
-        raise EventShapeError(f"{where} message content must be an array")
-    if event.type == "assistant/message":
-        if source.get("kind") != "model" or not (
-            _nonempty_str(source.get("provider")) and _nonempty_str(source.get("model"))
-        ):
-            raise EventShapeError(f"{where} assistant message must have a model source")
-    elif event.type == "tool/result":
-        call_id = source.get("callId")
-        if source.get("kind") != "tool" or not _nonempty_str(call_id):
-            raise EventShapeError(f"{where} tool result must have a tool source")
-        if (
-            len(content) != 1
-            or not isinstance(content[0], dict)
-            or content[0].get("type") != "tool-result"
-            or not isinstance(content[0].get("content"), list)
-            or content[0].get("toolCallId") != call_id
-        ):
-            raise EventShapeError(f"{where} message must contain one tool-result block")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from indexer.model.search import EventMetadataFilter, SessionFilter
+from indexer.model.search import EventMetadataFilter, Query, SessionFilter
 from indexer.query.types import (
     EventRecord,
     EventSearchPage,
@@ -42,20 +42,21 @@ class QueryService(Protocol):
 
     def search_sessions(
         self,
-        query: str,
+        query: str | Query,
         session_filters: Sequence[SessionFilter],
         event_filters: Sequence[EventMetadataFilter],
         *,
         limit: int,
         exclude_session_ids: frozenset[str] = frozenset(),
     ) -> SessionSearchPage:
-        """SPEC §7: ``query`` is normalized here (INVALID_QUERY on blank/NUL)."""
+        """SPEC §7: a text ``query`` is normalized here (``Query.parse``: INVALID_QUERY on
+        blank/NUL); a ``Query`` was normalized already."""
         ...
 
     def search_events(
         self,
         session_id: str,
-        query: str,
+        query: str | Query,
         filters: Sequence[EventMetadataFilter],
         *,
         limit: int,

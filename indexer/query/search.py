@@ -1,6 +1,9 @@
 """Full-text search over the index, joined with session records (SPEC §7, sessionq flavour).
 
-The query text is normalized here (§7.2) and handed to the index as a literal phrase.
+The query text is normalized here and only here (§7.2: ``Query.parse``) and handed to
+the index as a literal phrase. A caller that needs the refusal earlier (the tools check
+their arguments before they resolve the caller) parses it first and passes the
+``Query`` on, so the rule runs once per call.
 """
 
 from __future__ import annotations
@@ -8,33 +11,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from indexer.errors import INVALID_QUERY, SESSION_NOT_FOUND, SessionQueryError
-from indexer.model.search import AvailabilityFilter, EventMetadataFilter, SessionFilter
+from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
+from indexer.model.search import AvailabilityFilter, EventMetadataFilter, Query, SessionFilter
 from indexer.query.filters import check_filters
 from indexer.query.sessions import get_records, live_ids
 from indexer.query.types import EventSearchPage, SessionHit, SessionSearchPage
 from indexer.store.tantivy import TantivyIndex
-from indexer.surface.jstext import js_collapse
-
-
-def normalize_query(query: object) -> str:
-    """SPEC §7.2: text, trimmed and collapsed, non-empty, no NUL; U+FDD0/1 -> U+FFFD."""
-    if not isinstance(query, str):
-        raise SessionQueryError("session-search query must be text", INVALID_QUERY)
-    q = js_collapse(query)
-    if not q:
-        raise SessionQueryError(
-            "session-search query must contain non-whitespace text", INVALID_QUERY
-        )
-    if "\0" in q:
-        raise SessionQueryError("session-search query must not contain NUL", INVALID_QUERY)
-    return q.replace("\ufdd0", "\ufffd").replace("\ufdd1", "\ufffd")
 
 
 def search_sessions(
     conn: sqlite3.Connection,
     index: TantivyIndex,
-    query: str,
+    query: str | Query,
     session_filters: Sequence[SessionFilter],
     event_filters: Sequence[EventMetadataFilter],
     *,
@@ -43,7 +31,7 @@ def search_sessions(
     snippet_chars: int,
 ) -> SessionSearchPage:
     check_filters(session_filters, event_filters)
-    q = normalize_query(query)
+    q = Query.parse(query).text
     needs_live = any(
         isinstance(f, AvailabilityFilter) and set(f.values) == {"live"} for f in session_filters
     )
@@ -66,7 +54,7 @@ def search_events(
     conn: sqlite3.Connection,
     index: TantivyIndex,
     session_id: str,
-    query: str,
+    query: str | Query,
     filters: Sequence[EventMetadataFilter],
     *,
     limit: int,
@@ -77,7 +65,7 @@ def search_events(
             "session-search session id must be text", "SESSION_QUERY_INVALID_FILTER"
         )
     check_filters((), filters)
-    q = normalize_query(query)
+    q = Query.parse(query).text
     records = get_records(conn, [session_id])
     if session_id not in records:
         raise SessionQueryError(f'session "{session_id}" not found', SESSION_NOT_FOUND)

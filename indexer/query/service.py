@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from indexer.errors import INVALID_CONFIG, PERSISTENCE_FAILED, SessionQueryError
-from indexer.model.search import EventMetadataFilter, SessionFilter
+from indexer.model.search import EventMetadataFilter, Query, SessionFilter
 from indexer.query import events as event_reads
 from indexer.query import lineage, search, sessions, titles
 from indexer.query.filters import check_filters
@@ -121,7 +121,7 @@ class StoreQueryService:
     # ---- search --------------------------------------------------------------------------------
     def search_sessions(
         self,
-        query: str,
+        query: str | Query,
         session_filters: Sequence[SessionFilter],
         event_filters: Sequence[EventMetadataFilter],
         *,
@@ -142,7 +142,7 @@ class StoreQueryService:
     def search_events(
         self,
         session_id: str,
-        query: str,
+        query: str | Query,
         filters: Sequence[EventMetadataFilter],
         *,
         limit: int,

@@ -10,6 +10,7 @@ from typing import Final
 import pytest
 
 from indexer.logs.importers import discover_sources
+from indexer.logs.importers.common import child_session_id
 from indexer.query.service import StoreQueryService
 from indexer.sources.files import IngestSummary, ingest_files
 from indexer.store.records.store import Store
@@ -23,11 +24,11 @@ CODEX_SESSIONS: Final = CODEX_DIR / "sessions"
 CODEX_MALFORMED: Final = CODEX_DIR / "malformed"
 
 CC_MAIN: Final = "11111111-1111-4111-8111-111111111111"  # /home/dev/shop
-CC_CHILD: Final = f"{CC_MAIN}:agent-a1b2c3d4"  # <session>/subagents/ layout
+CC_CHILD: Final = child_session_id(CC_MAIN, "a1b2c3d4")  # <session>/subagents/ layout
 CC_LEGACY_PARENT: Final = "22222222-2222-4222-8222-222222222222"
-CC_LEGACY_CHILD: Final = f"{CC_LEGACY_PARENT}:agent-legacy01"  # agent-*.jsonl beside it
+CC_LEGACY_CHILD: Final = child_session_id(CC_LEGACY_PARENT, "legacy01")  # agent-*.jsonl beside it
 CC_ORPHAN_PARENT: Final = "33333333-3333-4333-8333-333333333333"  # no file of its own
-CC_ORPHAN: Final = f"{CC_ORPHAN_PARENT}:agent-orphan01"
+CC_ORPHAN: Final = child_session_id(CC_ORPHAN_PARENT, "orphan01")
 CC_OTHER: Final = "44444444-4444-4444-8444-444444444444"  # /home/dev/other
 CLAUDE_SESSIONS: Final = {CC_MAIN, CC_CHILD, CC_LEGACY_PARENT, CC_LEGACY_CHILD, CC_ORPHAN, CC_OTHER}
 

@@ -20,6 +20,7 @@ from tests.mcp.conftest import subprocess_env
 from worker.devtools.demo_corpus import write_demo_corpus
 
 STOP_WITHIN_S = 5.0
+ANY_PORT = "127.0.0.1:0"
 
 
 def sessionq(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -89,7 +90,7 @@ def test_an_unusable_data_dir_is_one_line(tmp_path: Path) -> None:
     a_file = tmp_path / "a-file"
     a_file.write_text("not a directory")
     one_line(
-        sessionq("serve", "--sessions", str(demo), "--data", str(a_file), "--listen", ":0"),
+        sessionq("serve", "--sessions", str(demo), "--data", str(a_file), "--listen", ANY_PORT),
         f"--data {a_file} is a file, not a directory",
     )
     someones = tmp_path / "home"

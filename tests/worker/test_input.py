@@ -156,7 +156,7 @@ def test_validity_agrees_with_jsonschema(arguments: dict[str, Any], tool: str) -
     [("  alpha   beta ", "alpha beta"), ("\ufeffa\u3000b\u2028", "a b"), ("a\u0085b", "a\u0085b")],
 )
 def test_query_normalization_uses_js_whitespace(query: str, normalized: str) -> None:
-    assert normalize_query(query) == normalized
+    assert normalize_query(query).text == normalized
 
 
 @pytest.mark.parametrize(

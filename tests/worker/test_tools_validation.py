@@ -12,6 +12,7 @@ from indexer.model.search import (
     CwdFilter,
     IdFilter,
     ParentFilter,
+    Query,
     SeqFilter,
     SurfaceFilter,
     TimeFilter,
@@ -100,7 +101,7 @@ async def test_full_translation(make_harness: HarnessFactory) -> None:
     assert reply.text == "No prior session matches found."
     [(args, kwargs)] = h.spy.calls_to("search_sessions")
     query, session_filters, event_filters = args
-    assert query == "alpha beta"
+    assert query == Query("alpha beta")
     assert list(session_filters) == [
         IdFilter(("a", "b")),
         CreatedAtFilter(from_=BASE - 8 * 3_600_000, to=BASE - 7 * 3_600_000),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.errors import KafkaAccessError, UndeliverableError
+from indexer.logs.importers.detect import FORMATS
 from indexer.store.lease import DataDirBusyError
 from worker.cli.delete_command import add_delete_command
 from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
@@ -75,7 +76,7 @@ def _format(p: argparse.ArgumentParser) -> None:
     setting(
         p,
         "--format",
-        choices=["auto", "dsh", "claude-code", "codex"],
+        choices=["auto", *FORMATS],
         help="log format of the paths (auto: recognised per root and file)",
     )
 
@@ -93,7 +94,9 @@ def _tool_limits(p: argparse.ArgumentParser) -> None:
 
 
 def _store_commands(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("ingest", help="index session logs (dsh, Claude Code, Codex)")
+    p = sub.add_parser(
+        "ingest", help="index session logs (dsh, Claude Code, Codex, Gemini CLI, OpenCode, Copilot)"
+    )
     p.add_argument("paths", nargs="+", help="session log files or directories")
     _data(p)
     _format(p)

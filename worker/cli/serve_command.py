@@ -101,10 +101,5 @@ def _print_ready(local: object, base: str) -> None:
     assert isinstance(local, LocalService) and local.source is not None
     s = local.source.status
     who = "" if s.writer is None else f" ({s.writer} writes the data dir)"
-    print(
-        f"ready: {s.applied_records} records applied, {len(s.rejected)} files skipped{who};"
-        f" console {base}/",
-        flush=True,
-    )
-    for reason in s.rejected.values():
-        print(f"  skipped: {reason}", file=sys.stderr)
+    skipped = f", {len(s.rejected)} files skipped (each named above)" if s.rejected else ""
+    print(f"ready: {s.applied_records} records applied{skipped}{who}; console {base}/", flush=True)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from indexer.logs.importers.detect import discover_sources
+    from indexer.logs.importers.detect import discover_report
     from indexer.sources.files import ingest_files
     from indexer.sources.parallel import default_jobs
     from indexer.store.lease import WriterLease
@@ -41,11 +41,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     settings = settings_from(IngestSettings, args)
     paths = [Path(p) for p in args.paths]
-    missing = [p for p in paths if not p.exists()]
+    missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     for p in missing:
         print(f"sessionq ingest: no such file or directory: {p}", file=sys.stderr)
     forced = None if settings.format == "auto" else settings.format
-    files = discover_sources([p for p in paths if p.exists()], forced)
+    found = discover_report([p for p in paths if p.exists() or p.is_symlink()], forced)
+    for skipped in found.skipped:  # FIFOs, sockets, devices, symlink loops: one note each
+        print(f"sessionq ingest: {skipped}", file=sys.stderr)
+    files = found.sources
     if not files and missing:
         return EXIT_FAILED
     data = door.data_dir(args.command, settings.data)

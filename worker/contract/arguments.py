@@ -20,15 +20,16 @@ from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any, Final
 
+from indexer.errors import SessionQueryError
 from indexer.model.search import (
     EventMetadataFilter,
+    Query,
     SeqFilter,
     Surface,
     SurfaceFilter,
     TimeFilter,
     TypeFilter,
 )
-from indexer.surface.jstext import js_collapse
 from worker.contract.errors import invalid_filter, invalid_query
 from worker.contract.jsjson import js_stringify
 from worker.contract.timefmt import compare_timestamps, lower_bound, parse_timestamp, upper_bound
@@ -196,14 +197,14 @@ def strings(raw: dict[str, Any], key: str) -> tuple[Any, ...] | None:
 
 
 # ---- tool-owned rules (SPEC §9.6) --------------------------------------------------------------
-def normalize_query(value: str) -> str:
-    """Trim and collapse JS whitespace; blank or NUL-bearing queries are rejected."""
-    query = js_collapse(value)
-    if not query:
-        raise invalid_query("session-search query must contain non-whitespace text")
-    if "\0" in query:
-        raise invalid_query("session-search query must not contain NUL")
-    return query
+def normalize_query(value: str) -> Query:
+    """The query layer's one normalization (``indexer.query.search.Query.parse``), run
+    while the arguments are checked, before the caller is resolved; its refusal is the
+    tool's ``INVALID_QUERY``. The service takes the ``Query`` as it is."""
+    try:
+        return Query.parse(value)
+    except SessionQueryError as exc:
+        raise invalid_query(exc.message) from None
 
 
 def require_values(name: str, values: tuple[Any, ...]) -> tuple[Any, ...]:

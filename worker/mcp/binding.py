@@ -7,8 +7,10 @@ model's), so the server decides, once per connection, in this order:
    ``env``); every connection is that caller;
 2. else discovery over the store: the directories are the client's roots (``file://``
    URIs, when the client offers the roots capability) or else the server process's
-   working directory; the caller is the newest session whose ``cwd`` equals one of
-   them exactly (the tools' workspace rule), a session its host has open (``live``)
+   working directory; the caller is a session whose ``cwd`` equals one of them exactly
+   (the tools' workspace rule): a main session before a subagent (one with a
+   ``parentSession``: an agent's MCP server belongs to the agent the user talks to,
+   while its subagents' logs are often newer), then one its host has open (``live``)
    before a closed one, then the latest ``createdAt``, then the greatest id.
 
 The first tool call of a connection binds it (an agent's own log may appear only after
@@ -52,10 +54,14 @@ class BindingError(HarnessError):
 
 
 def newest_in(records: Sequence[SessionRecord]) -> SessionRecord | None:
-    """The discovery order of the module docstring: live first, then newest, then id."""
+    """The discovery order of the module docstring: main before subagent, then live,
+    then newest, then id."""
     if not records:
         return None
-    return max(records, key=lambda r: (r.live, r.header.created_at, r.header.id))
+    return max(
+        records,
+        key=lambda r: (r.header.parent_session is None, r.live, r.header.created_at, r.header.id),
+    )
 
 
 def root_dirs(uris: Sequence[str]) -> list[str]:

@@ -1,25 +1,31 @@
-"""Importers: other agents' session logs (Claude Code, Codex CLI) read into sessionq's
-event model, so search, traces, reads and authorization treat them like dsh sessions.
+"""Importers: other agents' session logs (Claude Code, Codex CLI, Gemini CLI / Qwen
+Code, OpenCode, Copilot CLI) read into sessionq's event model, so search, traces, reads
+and authorization treat them like dsh sessions.
 
-``detect`` finds the logs under a root and picks each file's format; ``claude_code``
-and ``codex`` turn one file into one :class:`~indexer.logs.reader.SessionLog`. The
-mapping is written down in ``docs/importers.md``.
+``detect`` finds the logs under the given paths (``trees``: each agent's layout) and
+picks each file's format; one module per agent turns one log into one
+:class:`~indexer.logs.reader.SessionLog`. The mapping is written down in
+``docs/importers.md``.
 """
 
 from indexer.logs.importers.detect import (
     FORMATS,
+    Discovery,
     LogFormat,
     LogSource,
     detect_file,
+    discover_report,
     discover_sources,
     read_source,
 )
 
 __all__ = [
     "FORMATS",
+    "Discovery",
     "LogFormat",
     "LogSource",
     "detect_file",
+    "discover_report",
     "discover_sources",
     "read_source",
 ]

@@ -2,9 +2,12 @@
 subagent transcripts beside them (``<session>/subagents/agent-<id>.jsonl``, and the
 older ``agent-<id>.jsonl`` in the project directory).
 
-One file is one session. A subagent file becomes a child session: its id is
-``<parent session id>:agent-<agent id>``, its parent the ``sessionId`` its records
-carry (the parent session's id), ``origin: "subagent"``. Records are mapped in file
+One file is one session. A subagent file — named ``agent-<id>.jsonl``, or whose first
+conversation record says ``isSidechain: true`` with an ``agentId`` (a transcript copied
+out of its layout) — becomes a child session: its id is
+``child_session_id(<parent id>, <agent id>)`` (a name-based UUID: no other session's id
+inside it), its parent the ``sessionId`` its records carry (the parent session's id),
+``origin: "subagent"``. Records are mapped in file
 order (``docs/importers.md`` has the table): ``user`` -> ``user/message`` plus one
 ``tool/result`` per ``tool_result`` block, ``assistant`` -> ``assistant/message``
 (``thinking`` as a ``reasoning`` block, ``tool_use`` as a ``tool-call`` block),
@@ -24,10 +27,13 @@ from indexer.errors import LogValidationError
 from indexer.logs.importers.common import (
     CLAUDE_CODE,
     EventBuilder,
+    assistant_message,
+    child_session_id,
     iso_ms,
     text_block,
     tool_call_block,
-    tool_result_block,
+    tool_result_message,
+    user_message,
 )
 from indexer.logs.reader import LogRejectedError, SessionLog
 from indexer.model.header import SessionHeader
@@ -101,35 +107,27 @@ def _map_user(b: EventBuilder, record: dict[str, Any], time: int | None, line: i
         if not isinstance(block, dict):
             continue
         if block.get("type") == "tool_result":
-            call_id = block.get("tool_use_id")
-            result = tool_result_block(
-                call_id, _result_content(block.get("content")), block.get("is_error") is True
+            message = tool_result_message(
+                block.get("tool_use_id"),
+                _result_content(block.get("content")),
+                block.get("is_error") is True,
+                f"line-{line}",
             )
-            b.add(
-                "tool/result",
-                time,
-                {
-                    "message": {
-                        "role": "user",
-                        "content": [result],
-                        "source": {"kind": "tool", "callId": result["toolCallId"]},
-                    },
-                    "import": _origin(record, line),
-                },
-            )
+            b.add("tool/result", time, {"message": message, "import": _origin(record, line)})
         elif block.get("type") == "text":
             text = block.get("text")
             kept.append(text_block(text if isinstance(text, str) else ""))
         elif isinstance(block.get("type"), str):
             kept.append({"type": block["type"]})
     if kept or not isinstance(content, list) or not content:
-        data: dict[str, Any] = {"content": kept, "role": "user", "source": {"kind": "user"}}
-        if isinstance(record.get("uuid"), str):
-            data["id"] = record["uuid"]
-        if record.get("isCompactSummary") is True:
+        data = user_message(kept, record.get("uuid"), f"line-{line}")
+        summary = record.get("isCompactSummary") is True
+        if summary:
             data["compactSummary"] = True
         data["import"] = _origin(record, line)
-        b.add("user/message", time, data)
+        texts = [k["text"] for k in kept if k.get("type") == "text"]
+        human = texts and not summary and record.get("isMeta") is not True
+        b.add("user/message", time, data, prompt="\n".join(texts) if human else None)
 
 
 def _map_assistant(b: EventBuilder, record: dict[str, Any], time: int | None, line: int) -> None:
@@ -137,11 +135,14 @@ def _map_assistant(b: EventBuilder, record: dict[str, Any], time: int | None, li
     if not isinstance(message, dict):
         message = {}
     blocks = [m for m in map(_assistant_block, _blocks(message.get("content"))) if m is not None]
-    out: dict[str, Any] = {"role": "assistant", "content": blocks}
     mid = message.get("id")
-    out["id"] = mid if isinstance(mid, str) else record.get("uuid", "")
-    if isinstance(message.get("model"), str):
-        out["source"] = {"kind": "model", "provider": "anthropic", "model": message["model"]}
+    out = assistant_message(
+        blocks,
+        mid if isinstance(mid, str) else record.get("uuid"),
+        f"line-{line}",
+        "anthropic",
+        message.get("model"),
+    )
     b.add("assistant/message", time, {"message": out, "import": _origin(record, line)})
 
 
@@ -188,6 +189,7 @@ def read_claude_code(path: Path | str) -> SessionLog:
     b = EventBuilder(path)
     session_id: str | None = None
     agent_id = subagent_of(path)
+    sidechain: bool | None = None  # the first conversation record's isSidechain
     cwd: str | None = None
     created: int | None = None
     kinds: set[str] = set()
@@ -199,6 +201,10 @@ def read_claude_code(path: Path | str) -> SessionLog:
             if cwd is None and isinstance(record.get("cwd"), str):
                 cwd = record["cwd"]
             kinds.add(rtype)
+            if sidechain is None and rtype in ("user", "assistant"):
+                sidechain = record.get("isSidechain") is True
+                if sidechain and agent_id is None and isinstance(record.get("agentId"), str):
+                    agent_id = record["agentId"] or None
             time = iso_ms(record.get("timestamp"))
             if created is None and time is not None:
                 created = time
@@ -240,7 +246,7 @@ def _header(
     depth = meta.get("spawnDepth")
     preset = meta.get("agentType")
     return SessionHeader(
-        id=f"{session_id}:agent-{agent_id}",
+        id=child_session_id(session_id, agent_id),
         createdAt=max(created, 0),
         cwd=absolute,
         parentSession=session_id,

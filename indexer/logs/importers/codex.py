@@ -4,13 +4,20 @@ Every line is ``{"timestamp", "type", "payload"}``. The first ``session_meta`` g
 header (``payload.id``, ``payload.cwd``, ``payload.timestamp``); a subagent's meta names
 its parent thread (``payload.source.subagent.thread_spawn.parent_thread_id``, or
 ``payload.parent_thread_id``), which becomes ``parentSession`` with
-``origin: "subagent"``. ``response_item`` payloads are the conversation: user and
-assistant ``message``s, ``reasoning`` (a ``reasoning`` block: not searchable), tool calls
-(``function_call``, ``custom_tool_call``, ``local_shell_call``, ``web_search_call``) and
-their outputs; ``compacted`` summaries are user messages. Everything else
-(``session_meta``, ``turn_context``, ``event_msg`` — which repeats the messages —,
-developer messages, unknown types) is kept verbatim as a log-only ``codex/<type>`` event.
-A line that is not a JSON object with a string ``type`` rejects the file.
+``origin: "subagent"``; a review subagent (``source: {"subagent": "review"}``) names
+none, and its parent is found by the rule of ``codex_review``. ``response_item``
+payloads are the conversation: user and assistant ``message``s, ``reasoning`` (a
+``reasoning`` block: not searchable), tool calls (``function_call``,
+``custom_tool_call``, ``local_shell_call``, ``web_search_call``) and their outputs;
+``compacted`` summaries are user messages. An ``event_msg`` ``user_message`` is a prompt
+too unless it repeats the ``response_item`` user message just before it (and such a
+``response_item`` after an ``event_msg`` prompt of the same text is the repeat): each
+prompt is searchable once, also in rollouts (review mode) that write only the
+``event_msg``. Assistant messages name ``model_provider`` of the meta and the model of
+the latest ``turn_context``. Everything else (``session_meta``, ``turn_context``, the
+other ``event_msg`` lines, developer messages, unknown types) is kept verbatim as a
+log-only ``codex/<type>`` event. A line that is not a JSON object with a string
+``type`` rejects the file.
 """
 
 from __future__ import annotations
@@ -19,13 +26,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from indexer.errors import LogValidationError
+from indexer.logs.importers.codex_review import review_parent
 from indexer.logs.importers.common import (
     CODEX,
     EventBuilder,
+    assistant_message,
     iso_ms,
     text_block,
     tool_call_block,
-    tool_result_block,
+    tool_result_message,
+    user_message,
 )
 from indexer.logs.reader import LogRejectedError, SessionLog
 from indexer.model.header import SessionHeader
@@ -37,6 +47,7 @@ _CALLS: Final = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
 )
 _OUTPUTS: Final = frozenset({"function_call_output", "custom_tool_call_output"})
+_INSTRUCTIONS: Final = ("# AGENTS.md instructions", "<")  # injected context, not a prompt
 
 
 def _texts(content: Any) -> list[dict[str, Any]]:
@@ -75,52 +86,103 @@ def _call_block(payload: dict[str, Any]) -> dict[str, Any]:
     return tool_call_block(call_id, "web_search", payload.get("action", {}))
 
 
-def _map_item(b: EventBuilder, record: dict[str, Any], time: int | None, line: int) -> None:
-    payload = record.get("payload")
-    if not isinstance(payload, dict):
-        raise b.reject("response_item has no payload object")
-    kind = payload.get("type")
-    role = payload.get("role")
-    origin = _origin(line, payload)
-    if kind == "message" and role == "user":
-        data = {
-            "content": _texts(payload.get("content")),
-            "role": "user",
-            "source": {"kind": "user"},
-        }
-        b.add("user/message", time, {**data, "import": origin})
-    elif kind == "message" and role == "assistant":
-        message: dict[str, Any] = {"role": "assistant", "content": _texts(payload.get("content"))}
-        b.add("assistant/message", time, {"message": message, "import": origin})
-    elif kind == "reasoning":
-        parts = [
-            {"type": "reasoning", "text": item.get("text", "")}
-            for key in ("summary", "content")
-            for item in (payload.get(key) or [])
-            if isinstance(item, dict) and isinstance(item.get("text"), str)
-        ]
-        message = {"role": "assistant", "content": parts}
-        b.add("assistant/message", time, {"message": message, "import": origin})
-    elif kind in _CALLS:
-        message = {"role": "assistant", "content": [_call_block(payload)]}
-        b.add("assistant/message", time, {"message": message, "import": origin})
-    elif kind in _OUTPUTS:
-        output = payload.get("output")
-        if isinstance(output, dict):  # {"content": ..., "success": ...} shapes
-            output = output.get("content", output.get("output"))
-        result = tool_result_block(payload.get("call_id"), _texts(output), False)
-        message = {
-            "role": "user",
-            "content": [result],
-            "source": {"kind": "tool", "callId": result["toolCallId"]},
-        }
-        b.add("tool/result", time, {"message": message, "import": origin})
-    else:
-        b.add(f"{CODEX}/response_item", time, record)
+class _Rollout:
+    """What mapping a line needs from the lines before it: the model, and the last
+    prompt text of each copy (``response_item`` / ``event_msg``) since the other."""
+
+    def __init__(self, b: EventBuilder) -> None:
+        self.b = b
+        self.provider = "openai"
+        self.model: Any = None
+        self.last_item_prompt: str | None = None
+        self.last_event_prompt: str | None = None
+
+    def assistant(self, content: list[dict[str, Any]], payload: dict[str, Any]) -> dict[str, Any]:
+        line = f"line-{self.b.line}"
+        return assistant_message(content, payload.get("id"), line, self.provider, self.model)
+
+    def prompt(
+        self,
+        time: int | None,
+        content: list[dict[str, Any]],
+        origin: dict[str, Any],
+        message_id: Any,
+    ) -> None:
+        data = {**user_message(content, message_id, f"line-{self.b.line}"), "import": origin}
+        text = "\n".join(c["text"] for c in content if c.get("type") == "text")
+        human = text and not text.startswith(_INSTRUCTIONS)
+        self.b.add("user/message", time, data, prompt=text if human else None)
+
+    def item(self, record: dict[str, Any], time: int | None, line: int) -> None:
+        b = self.b
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            raise b.reject("response_item has no payload object")
+        kind = payload.get("type")
+        role = payload.get("role")
+        origin = _origin(line, payload)
+        if kind == "message" and role == "user":
+            content = _texts(payload.get("content"))
+            text = _joined(content)
+            if self.last_event_prompt is not None and text == self.last_event_prompt:
+                self.last_event_prompt = None  # the repeat of an event_msg prompt
+                b.add(f"{CODEX}/response_item", time, record)
+                return
+            self.last_item_prompt, self.last_event_prompt = text, None
+            self.prompt(time, content, origin, payload.get("id"))
+        elif kind == "message" and role == "assistant":
+            message = self.assistant(_texts(payload.get("content")), payload)
+            b.add("assistant/message", time, {"message": message, "import": origin})
+        elif kind == "reasoning":
+            parts = [
+                {"type": "reasoning", "text": item.get("text", "")}
+                for key in ("summary", "content")
+                for item in (payload.get(key) or [])
+                if isinstance(item, dict) and isinstance(item.get("text"), str)
+            ]
+            message = self.assistant(parts, payload)
+            b.add("assistant/message", time, {"message": message, "import": origin})
+        elif kind in _CALLS:
+            message = self.assistant([_call_block(payload)], payload)
+            b.add("assistant/message", time, {"message": message, "import": origin})
+        elif kind in _OUTPUTS:
+            output = payload.get("output")
+            if isinstance(output, dict):  # {"content": ..., "success": ...} shapes
+                output = output.get("content", output.get("output"))
+            message = tool_result_message(
+                payload.get("call_id"), _texts(output), False, f"line-{line}"
+            )
+            b.add("tool/result", time, {"message": message, "import": origin})
+        else:
+            b.add(f"{CODEX}/response_item", time, record)
+
+    def event(self, record: dict[str, Any], time: int | None, line: int) -> None:
+        """An ``event_msg``: a ``user_message`` not repeating the prompt before it is a
+        prompt; every other one is log-only."""
+        payload = record.get("payload")
+        message = payload.get("message") if isinstance(payload, dict) else None
+        if not (
+            isinstance(payload, dict)
+            and payload.get("type") == "user_message"
+            and isinstance(message, str)
+        ):
+            self.b.add(f"{CODEX}/event_msg", time, record)
+            return
+        if self.last_item_prompt is not None and message == self.last_item_prompt:
+            self.last_item_prompt = None
+            self.b.add(f"{CODEX}/event_msg", time, record)
+            return
+        self.last_event_prompt, self.last_item_prompt = message, None
+        origin = {"agent": CODEX, "line": line, "record": "event_msg", "item": "user_message"}
+        self.prompt(time, [text_block(message)], origin, None)
+
+
+def _joined(content: list[dict[str, Any]]) -> str:
+    return "\n".join(c["text"] for c in content if c.get("type") == "text")
 
 
 def _parent(payload: dict[str, Any]) -> tuple[str | None, int | None]:
-    """The parent thread of a subagent rollout, and its spawn depth."""
+    """The parent thread a subagent rollout names, and its spawn depth."""
     source = payload.get("source")
     spawn: Any = None
     if isinstance(source, dict) and isinstance(source.get("subagent"), dict):
@@ -135,12 +197,18 @@ def _parent(payload: dict[str, Any]) -> tuple[str | None, int | None]:
     return parent, depth if type(depth) is int and depth >= 0 else 1
 
 
+def _is_review(meta: dict[str, Any]) -> bool:
+    source = meta.get("source")
+    return isinstance(source, dict) and source.get("subagent") == "review"
+
+
 def read_codex(path: Path | str) -> SessionLog:
     """Read one Codex rollout into a session log; raises :class:`LogRejectedError`
     (``<path>:<line>: <why>``) for a broken line and for a rollout without a
     ``session_meta`` id."""
     path = Path(path)
     b = EventBuilder(path)
+    rollout = _Rollout(b)
     meta: dict[str, Any] | None = None
     meta_time: int | None = None
     first_time: int | None = None
@@ -156,14 +224,19 @@ def read_codex(path: Path | str) -> SessionLog:
                 meta_time = iso_ms(payload.get("timestamp"))
                 if meta_time is None:
                     meta_time = time
+                if isinstance(payload.get("model_provider"), str) and payload["model_provider"]:
+                    rollout.provider = payload["model_provider"]
+            elif rtype == "turn_context" and isinstance(payload, dict):
+                rollout.model = payload.get("model", rollout.model)
             if rtype == "response_item":
-                _map_item(b, record, time, line_no)
+                rollout.item(record, time, line_no)
+            elif rtype == "event_msg":
+                rollout.event(record, time, line_no)
             elif rtype == "compacted" and isinstance(payload, dict):
                 summary = payload.get("message")
+                content = [text_block(summary if isinstance(summary, str) else "")]
                 data = {
-                    "content": [text_block(summary if isinstance(summary, str) else "")],
-                    "role": "user",
-                    "source": {"kind": "user"},
+                    **user_message(content, None, f"line-{line_no}"),
                     "compactSummary": True,
                     "import": {"agent": CODEX, "line": line_no, "record": "compacted"},
                 }
@@ -183,6 +256,9 @@ def read_codex(path: Path | str) -> SessionLog:
         raise b.reject("no line carries a timestamp", 1)
     cwd = meta.get("cwd")
     parent, depth = _parent(meta)
+    if parent is None and _is_review(meta):
+        parent = review_parent(path, sid, cwd, created)
+        depth = 1 if parent is not None else None
     header = SessionHeader(
         id=sid,
         createdAt=max(created, 0),

@@ -1,169 +1,271 @@
-"""Which agent wrote a log, and where the logs under a root are.
+"""Which agent wrote a log, and where the logs under the given paths are.
 
-A given path is a file (its format read from its first line, or forced) or a directory:
-a dsh root (``indexer.logs.roots``), a Claude Code tree (``~/.claude``,
-``~/.claude/projects``, or one project directory: every ``*.jsonl`` plus
-``<session>/subagents/*.jsonl``), or a Codex tree (``~/.codex``: ``sessions/`` and
-``archived_sessions/``, or any directory holding ``rollout-*.jsonl`` files, walked to
-any depth). ``format`` forces one reading for every path; without it each directory is
-recognised by its layout and each file by its first line.
+A given path is a file (its format read from its content, or forced) or a directory:
+an agent's tree (``indexer.logs.importers.trees``: Claude Code, Codex, Gemini CLI /
+Qwen Code, OpenCode, Copilot CLI), a dsh root (``indexer.logs.roots``), or a plain
+directory whose files are recognised one by one. ``format`` forces one reading for
+every path. Nothing is opened that is not a regular file: FIFOs, sockets, devices and
+symlink loops are skipped with one note per path (:func:`discover_report`), and a
+walk never follows a loop.
+
+A file of a format sessionq does not read is reported as such ("looks like …; not a
+supported session log", :func:`describe_unsupported`), not as a broken dsh log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, get_args
 
 from indexer.errors import LogValidationError
+from indexer.logs.files import Skipped, classify, open_regular, real_key, walk
 from indexer.logs.importers.claude_code import CLAUDE_RECORD_TYPES, read_claude_code, subagent_of
 from indexer.logs.importers.codex import read_codex
+from indexer.logs.importers.copilot import COPILOT_EVENT_TYPES, read_copilot
+from indexer.logs.importers.gemini import is_gemini_document, read_gemini
+from indexer.logs.importers.opencode import is_opencode_session, read_opencode
+from indexer.logs.importers.trees import tree_files, tree_format
 from indexer.logs.jsonl import ZSTD_MAGIC
-from indexer.logs.reader import SessionLog, parse_line, read_log
-from indexer.logs.roots import discover, implied_session_id
+from indexer.logs.reader import LogRejectedError, SessionLog, parse_line, read_log
+from indexer.logs.roots import LOG_SUFFIXES, SESSION_LOG_NAMES, discover, implied_session_id
 
-__all__ = ["FORMATS", "LogFormat", "LogSource", "detect_file", "discover_sources", "read_source"]
+__all__ = [
+    "FORMATS",
+    "Discovery",
+    "LogFormat",
+    "LogSource",
+    "describe_unsupported",
+    "detect_file",
+    "discover_report",
+    "discover_sources",
+    "read_source",
+]
 
-LogFormat = Literal["dsh", "claude-code", "codex"]
+LogFormat = Literal["dsh", "claude-code", "codex", "gemini", "opencode", "copilot"]
 FORMATS: Final[tuple[LogFormat, ...]] = get_args(LogFormat)
 _PEEK_BYTES: Final = 1 << 16
+_SNIFF_BYTES: Final = 64 << 20  # a whole JSON document read to recognise it
 
 
 @dataclass(frozen=True, slots=True)
 class LogSource:
-    """One log file and the format it is read as."""
+    """One log file and the format it is read as. ``known_paths``: absolute paths a
+    Gemini CLI project hash may be the hash of (the paths discovery was given)."""
 
     path: Path
     format: LogFormat
+    known_paths: tuple[str, ...] = ()
 
 
-def _first_line(path: Path) -> object:
-    """The first line of a plain file, decoded, or ``None`` (a bounded read of
-    ``_PEEK_BYTES``). A zstd file is a dsh log: neither Claude Code nor Codex writes
-    one, so it is never decompressed here."""
+@dataclass(slots=True)
+class Discovery:
+    """The logs found under some paths, and the paths skipped (one note each)."""
+
+    sources: list[LogSource] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _head(path: Path, size: int) -> bytes | None:
     try:
-        with path.open("rb") as f:
-            head = f.read(_PEEK_BYTES)
-        if head.startswith(ZSTD_MAGIC):
-            return {"type": "session"}
-        line = head.split(b"\n", 1)[0]
-        return parse_line(line) if line.strip() else None
-    except (OSError, LogValidationError):
+        with open_regular(path) as f:
+            return f.read(size)
+    except OSError:
         return None
 
 
-def detect_file(path: Path) -> LogFormat:
-    """The format of one file from its first line: a dsh header (``"type":"session"``),
-    a Codex line (``timestamp`` + ``payload``), or a Claude Code record (``sessionId``
-    or a known record type). Unreadable or unknown first lines fall back to the file's
-    name, then to dsh (whose reader then reports what is wrong)."""
-    obj = _first_line(path)
-    if isinstance(obj, dict):
-        kind = obj.get("type")
-        if kind == "session":
-            return "dsh"
-        if kind == "session_meta" or ("payload" in obj and "timestamp" in obj):
-            return "codex"
-        if "sessionId" in obj or kind in CLAUDE_RECORD_TYPES:
-            return "claude-code"
-    if path.name.startswith("rollout-"):
+def _first_record(path: Path) -> object:
+    """The first line decoded, or (a pretty-printed document) the whole document, or
+    ``None``. A zstd file is a dsh log: no other agent writes one."""
+    head = _head(path, _PEEK_BYTES)
+    if head is None:
+        return None
+    if head.startswith(ZSTD_MAGIC):
+        return {"type": "session"}
+    line = head.split(b"\n", 1)[0]
+    try:
+        return parse_line(line) if line.strip() else None
+    except LogValidationError:
+        pass
+    if head.lstrip()[:1] not in (b"{", b"["):
+        return None
+    whole = _head(path, _SNIFF_BYTES)
+    try:
+        return parse_line(whole) if whole else None
+    except LogValidationError:
+        return None
+
+
+def _by_content(obj: object) -> LogFormat | None:
+    if not isinstance(obj, dict):
+        return None
+    kind = obj.get("type")
+    if kind == "session":
+        return "dsh"
+    if kind == "session_meta" or ("payload" in obj and "timestamp" in obj):
         return "codex"
-    if subagent_of(path) is not None or ".claude" in path.parts:
-        return "claude-code"
-    return "dsh"
-
-
-def _codex_files(root: Path) -> list[Path]:
-    bases = [root / "sessions", root / "archived_sessions"] if root.name == ".codex" else [root]
-    out: list[Path] = []
-    for base in bases:
-        if base.is_dir():
-            out.extend(p for p in base.rglob("rollout-*.jsonl") if not p.is_dir())
-    return sorted(out)
-
-
-def _project_files(project: Path) -> list[Path]:
-    # Not only regular files: a dangling link is listed, so reading it reports why.
-    top = sorted(p for p in project.glob("*.jsonl") if not p.is_dir())
-    nested = sorted(p for p in project.glob("*/subagents/*.jsonl") if not p.is_dir())
-    return top + nested
-
-
-def _claude_files(root: Path) -> list[Path]:
-    if (root / "projects").is_dir():
-        root = root / "projects"
-    if any(root.glob("*.jsonl")) or any(root.glob("*/subagents/*.jsonl")):
-        return _project_files(root)
-    out: list[Path] = []
-    for project in sorted(root.iterdir()):
-        if project.is_dir():
-            out.extend(_project_files(project))
-    return out
-
-
-def _tree_format(root: Path) -> LogFormat | None:
-    """The format a directory's layout shows, or ``None`` (a dsh root or a plain
-    directory, whose files are then recognised one by one)."""
-    name, parent = root.name, root.parent.name
-    if name == ".codex" or (name in ("sessions", "archived_sessions") and parent == ".codex"):
-        return "codex"
-    if name == ".claude" or (name == "projects" and parent == ".claude"):
-        return "claude-code"
-    if any(root.glob("rollout-*.jsonl")) or any(root.glob("[0-9]*/*/*/rollout-*.jsonl")):
-        return "codex"
-    if any(root.glob("*/subagents/*.jsonl")) or any(root.glob("*/*/subagents/*.jsonl")):
+    if kind is None and is_gemini_document(obj):
+        return "gemini"
+    if is_opencode_session(obj):
+        return "opencode"
+    if kind in COPILOT_EVENT_TYPES or (
+        isinstance(kind, str) and "." in kind and "data" in obj and "parentId" in obj
+    ):
+        return "copilot"
+    if "sessionId" in obj or kind in CLAUDE_RECORD_TYPES:
         return "claude-code"
     return None
 
 
-def _sources(path: Path, forced: LogFormat | None) -> list[LogSource]:
-    if not path.is_dir():
-        if not path.exists():
-            raise FileNotFoundError(f"no such session log or directory: {path}")
-        return [LogSource(path, forced or detect_file(path))]
-    fmt = forced or _tree_format(path)
-    if fmt == "codex":
-        return [LogSource(p, "codex") for p in _codex_files(path)]
-    if fmt == "claude-code":
-        return [LogSource(p, "claude-code") for p in _claude_files(path)]
-    files = discover([path])
+def detect_file(path: Path) -> LogFormat:
+    """The format of one file from its first record (or whole document); unknown
+    content falls back to the file's name and place, then to dsh (whose reader then
+    reports what is wrong)."""
+    found = _by_content(_first_record(path))
+    if found is not None:
+        return found
+    name, parts = path.name, path.parts
+    if name.startswith("rollout-"):
+        return "codex"
+    if path.parent.name == "chats" and name.startswith("session-"):
+        return "gemini"
+    if name == "events.jsonl" and "session-state" in parts:
+        return "copilot"
+    if path.parent.parent.name == "session" and name.startswith("ses") and name.endswith(".json"):
+        return "opencode"
+    if subagent_of(path) is not None or ".claude" in parts:
+        return "claude-code"
+    return "dsh"
+
+
+def describe_unsupported(path: Path) -> str | None:
+    """What a file that no reader takes looks like ("looks like …; not a supported
+    session log"), or ``None`` when it looks like a (broken) log line by line."""
+    head = _head(path, _PEEK_BYTES)
+    if head is None or head.startswith(ZSTD_MAGIC):
+        return None
+    what: str | None = None
+    if head.startswith(b"SQLite format 3\x00"):
+        what = "an SQLite database (OpenCode 1.2 and later keep sessions in one)"
+    elif b"\x00" in head:
+        what = "a binary file"
+    else:
+        obj = _first_record(path)
+        first = head.split(b"\n", 1)[0]
+        if isinstance(obj, dict) and "chatMessages" in obj:
+            what = "a Copilot CLI history-session-state file"
+        elif isinstance(obj, (dict, list)) and first.strip() in (b"{", b"["):
+            what = "a JSON document"
+        elif obj is None and head.lstrip()[:1] not in (b"{", b"["):
+            what = "a text file that is not JSON lines"
+    return None if what is None else f"looks like {what}; not a supported session log"
+
+
+def _dsh_skipped(path: Path) -> list[Skipped]:
+    """Log paths of a dsh root (or a plain directory) that are no regular files: the
+    root's own ``*.jsonl`` and each session directory's ``session.jsonl[.zstd]``."""
+
+    def match(p: Path) -> bool:
+        return p.name.endswith(LOG_SUFFIXES) and (p.parent == path or p.name in SESSION_LOG_NAMES)
+
+    return walk(path, match, max_depth=2)[1]
+
+
+def _tree(path: Path, fmt: LogFormat, known: tuple[str, ...], out: Discovery) -> None:
     if fmt == "dsh":
-        return [LogSource(p, "dsh") for p in files]
+        out.sources.extend(LogSource(p, "dsh") for p in discover([path]))
+        out.skipped.extend(_dsh_skipped(path))
+        return
+    files, skipped = tree_files(path, fmt)
+    out.sources.extend(LogSource(p, fmt, known if fmt == "gemini" else ()) for p in files)
+    out.skipped.extend(skipped)
+
+
+def _directory(
+    path: Path, forced: LogFormat | None, known: tuple[str, ...], out: Discovery
+) -> None:
+    fmt = forced or tree_format(path)
+    if fmt is not None:
+        _tree(path, fmt, known, out)
+        return
+    files = discover([path])
     if not files:  # a copied Claude Code projects directory: <project>/<session>.jsonl
-        nested = sorted(path.glob("*/*.jsonl"))
+        nested = sorted(p for p in path.glob("*/*.jsonl") if classify(p) == "file")
         if nested and detect_file(nested[0]) == "claude-code":
-            return [LogSource(p, "claude-code") for p in _claude_files(path)]
+            _tree(path, "claude-code", known, out)
+            return
     # Files of a dsh root layout are dsh logs; a plain directory's are recognised each.
-    return [
-        LogSource(p, "dsh" if implied_session_id(p) is not None else detect_file(p)) for p in files
-    ]
+    for p in files:
+        fmt = "dsh" if implied_session_id(p) is not None else detect_file(p)
+        out.sources.append(LogSource(p, fmt, known if fmt == "gemini" else ()))
+    out.skipped.extend(_dsh_skipped(path))
+
+
+def discover_report(paths: Iterable[Path | str], format: LogFormat | None = None) -> Discovery:
+    """Every log under ``paths`` with its format, and every path skipped with why:
+    deterministic, each file once (the first path that reaches it wins), arguments
+    in order. A missing path raises ``FileNotFoundError``, as
+    :func:`indexer.logs.roots.discover` does."""
+    given = [Path(p) for p in paths]
+    known = tuple(real_key(p) for p in given)
+    found = Discovery()
+    for path in given:
+        kind = classify(path)
+        if kind == "missing":
+            raise FileNotFoundError(f"no such session log or directory: {path}")
+        if kind == "dir":
+            _directory(path, format, known, found)
+        elif kind in ("file", "dangling"):
+            fmt = format or detect_file(path)
+            found.sources.append(LogSource(path, fmt, known if fmt == "gemini" else ()))
+        else:
+            found.skipped.append(Skipped(path, kind))
+    out = Discovery(skipped=found.skipped)
+    seen: set[str] = set()
+    for source in found.sources:
+        key = real_key(source.path)
+        if key not in seen:
+            seen.add(key)
+            out.sources.append(source)
+    return out
 
 
 def discover_sources(
     paths: Iterable[Path | str], format: LogFormat | None = None
 ) -> list[LogSource]:
-    """Every log under ``paths`` with its format: deterministic, each file once (the
-    first path that reaches it wins), arguments in order. A missing path raises
-    ``FileNotFoundError``, as :func:`indexer.logs.roots.discover` does."""
-    seen: set[Path] = set()
-    out: list[LogSource] = []
-    for given in paths:
-        for source in _sources(Path(given), format):
-            key = source.path.resolve()
-            if key not in seen:
-                seen.add(key)
-                out.append(source)
-    return out
+    """The logs of :func:`discover_report`, without the skipped paths."""
+    return discover_report(paths, format).sources
+
+
+def _read(source: LogSource) -> SessionLog:
+    fmt, path = source.format, source.path
+    if fmt == "claude-code":
+        return read_claude_code(path)
+    if fmt == "codex":
+        return read_codex(path)
+    if fmt == "gemini":
+        return read_gemini(path, source.known_paths)
+    if fmt == "opencode":
+        return read_opencode(path)
+    if fmt == "copilot":
+        return read_copilot(path)
+    return read_log(path)
 
 
 def read_source(source: LogSource | Path) -> SessionLog:
     """Read one log as its format says (a bare path is a dsh log); raises
-    ``LogRejectedError`` for a file that cannot be read, ``OSError`` for I/O errors."""
+    ``LogRejectedError`` for a file that cannot be read (a file no reader takes:
+    "looks like …; not a supported session log"), ``OSError`` for I/O errors and
+    ``NotRegularFileError`` for a FIFO, socket or device."""
     if isinstance(source, Path):
-        return read_log(source)
-    if source.format == "claude-code":
-        return read_claude_code(source.path)
-    if source.format == "codex":
-        return read_codex(source.path)
-    return read_log(source.path)
+        source = LogSource(source, "dsh")
+    try:
+        return _read(source)
+    except LogRejectedError as exc:
+        if exc.line != 1 or source.format != "dsh":
+            raise
+        unsupported = describe_unsupported(source.path)
+        if unsupported is None:
+            raise
+        raise LogRejectedError(source.path, 1, unsupported) from exc

@@ -15,6 +15,12 @@ version and does nothing.
 
 While the writer migrates, readers of the new release answer with a clear error (the
 version check of ``indexer.query.service``) until the migration commits.
+
+Within a schema version, :func:`rename_subagent_ids` gives imported Claude Code
+subagents stored as ``<parent id>:agent-<agent id>`` the id the importer now writes
+(``child_session_id``: no other session's id inside it), once per dir (meta key
+``subagent_ids``), in one transaction with the index format record cleared, so the
+writer rebuilds the index (whose documents name the session) from the renamed rows.
 """
 
 from __future__ import annotations
@@ -72,6 +78,67 @@ def migrate(conn: sqlite3.Connection, version: str, failpoints: FailPoints = DIS
         conn.execute("VACUUM")
     except sqlite3.Error as exc:
         log.warning("VACUUM after the migration failed (the dir is migrated): %s", exc)
+
+
+SUBAGENT_IDS_KEY = "subagent_ids"
+SUBAGENT_IDS = "uuid5"
+_OLD_CHILD = ":agent-"
+
+
+def rename_subagent_ids(conn: sqlite3.Connection) -> int:
+    """Rename the imported subagents of an older release (module docstring); returns
+    how many were renamed. A dir that holds the new id already keeps both rows (the
+    old one is erased by the user, as any session)."""
+    from indexer.logs.importers.common import CLAUDE_CODE, child_session_id
+    from indexer.store.maintenance.index_format import INDEX_FORMAT_KEY
+
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (SUBAGENT_IDS_KEY,)).fetchone()
+        renamed = 0 if row is not None else _rename(conn, CLAUDE_CODE, child_session_id)
+        if renamed:
+            conn.execute("DELETE FROM meta WHERE key = ?", (INDEX_FORMAT_KEY,))
+            log.info("renamed %d imported subagent sessions; the index is rebuilt", renamed)
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
+            (SUBAGENT_IDS_KEY, SUBAGENT_IDS),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return renamed
+
+
+def _rename(conn: sqlite3.Connection, agent: str, new_id: Any) -> int:
+    rows = conn.execute(
+        "SELECT id, header FROM sessions WHERE instr(id, ?) > 0"
+        " AND json_extract(header, '$.sourceAgent') = ?",
+        (_OLD_CHILD, agent),
+    ).fetchall()
+    renamed = 0
+    for old, header_json in rows:
+        header = orjson.loads(header_json)
+        parent, _, agent_id = str(old).rpartition(_OLD_CHILD)
+        if not agent_id or header.get("parentSession") != parent:
+            continue
+        new = new_id(parent, agent_id)
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (new,)).fetchone():
+            continue
+        header["id"] = new
+        conn.execute(
+            "UPDATE sessions SET id = ?, header = ? WHERE id = ?",
+            (new, orjson.dumps(header).decode(), old),
+        )
+        conn.execute(
+            "UPDATE sessions SET parent = ?, header = json_set(header, '$.parentSession', ?)"
+            " WHERE parent = ?",
+            (new, new, old),
+        )
+        conn.execute("UPDATE watched_sources SET session_id = ? WHERE session_id = ?", (new, old))
+        renamed += 1
+    return renamed
 
 
 def _v1_to_v2(conn: sqlite3.Connection, failpoints: FailPoints) -> None:

@@ -111,14 +111,17 @@ def execute_script(conn: sqlite3.Connection, script: str) -> None:
 
 def open_schema(conn: sqlite3.Connection, failpoints: FailPoints = DISARMED) -> None:
     """Create the schema of a new database, or migrate an older one in place
-    (``indexer.store.tables.migrate``); a database of a newer release is refused."""
+    (``indexer.store.tables.migrate``, then its imported subagents' ids); a database of a
+    newer release is refused."""
+    from indexer.store.tables.migrate import migrate, rename_subagent_ids
+
     version = stored_version(conn)
     if version == SCHEMA_VERSION:
+        rename_subagent_ids(conn)
         return
     if version is not None:
-        from indexer.store.tables.migrate import migrate
-
         migrate(conn, version, failpoints)
+        rename_subagent_ids(conn)
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -134,3 +137,4 @@ def open_schema(conn: sqlite3.Connection, failpoints: FailPoints = DISARMED) -> 
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    rename_subagent_ids(conn)  # nothing to rename: records that none will be
