@@ -391,3 +391,30 @@ def test_the_compose_serve_beyond_loopback_has_a_token_file() -> None:
     assert token_file == "/run/secrets/serve-token"
     assert "serve-token" in serve["secrets"]
     assert "serve-token" in compose()["secrets"]
+
+
+async def test_sessions_masks_a_foreign_parent_as_the_tools_do(tmp_path: Path) -> None:
+    """A child whose parent lives in another workspace: ``/v1/sessions`` shows the parent
+    as ``session_search`` does (``[outside workspace]``), never its id."""
+    from tests.builders import header, user
+    from tests.indexer.test_record_path import write_log
+    from worker.devtools.demo_corpus.layout import session_path
+    from worker.tools.access import Caller
+
+    root = tmp_path / "root"
+    for sid, cwd, parent in (
+        ("parent-x", "/ws/a", None), ("child-y", "/ws/b", "parent-x"), ("sib-z", "/ws/b", "child-y")
+    ):
+        head = header(sid, cwd=cwd, parent=parent)
+        write_log(root / session_path(cwd, sid), head, [user(0, "needle")])
+    async with running_embedded(root, tmp_path / "data") as (embedded, base, http):
+        async with http.get(f"{base}/v1/sessions?caller=sib-z") as resp:
+            assert resp.status == 200
+            listed = {s["id"]: s for s in await resp.json()}
+        reply = await embedded.pipeline.call(
+            "session_search", {"query": "needle"}, Caller("sib-z")
+        )
+    assert "Parent: [outside workspace]" in (reply.output or ""), reply.output
+    assert listed["child-y"]["parent"] == "[outside workspace]"
+    assert listed["sib-z"]["parent"] == "child-y"  # a parent in the workspace is named
+    assert "parent-x" not in json.dumps(listed)

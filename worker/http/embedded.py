@@ -75,11 +75,13 @@ from worker.pipeline import Pipeline, ToolCall
 from worker.tools.access import (
     Caller,
     ResolvedCaller,
+    authorize_session_ids,
     header_authorized,
     record_authorized,
     resolve_caller,
 )
 from worker.tools.registry import TOOLS
+from worker.tools.render import shown_parent
 
 log = logging.getLogger("sessionq.serve")
 
@@ -471,6 +473,8 @@ class Embedded:
         except HarnessError as exc:
             status = 404 if exc.code == SESSION_NOT_FOUND else 500
             return self._bad(status, exc.code, exc.message)
+        parents = [r.header.parent_session for r in records if r.header.parent_session]
+        shown = await authorize_session_ids(self.service, resolved, parents, CancelToken())
         titles = await asyncio.to_thread(
             self.service.read_title_snapshots, [r.header.id for r in records]
         )
@@ -484,7 +488,7 @@ class Embedded:
                 {
                     "id": r.header.id,
                     "cwd": r.header.cwd,
-                    "parent": r.header.parent_session,
+                    "parent": shown_parent(r.header.parent_session, shown),
                     "created_at": r.header.created_at,
                     "source_agent": r.header.agent,
                     "title": title_of.get(r.header.id),
