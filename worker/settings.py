@@ -87,6 +87,13 @@ class ServeSettings(ServiceSettings):
         default=None,
         description="file holding the bearer token the HTTP API requires (needed beyond loopback)",
     )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "extra Host/Origin names the HTTP API answers without a token (besides localhost"
+            " and the listen address; DNS-rebinding rule)"
+        ),
+    )
     retain_days: int | None = Field(
         default=None, ge=1, description="delete sessions whose newest event is older"
     )
@@ -192,6 +199,13 @@ class McpSettings(ServiceSettings):
         default=None,
         description="file holding the bearer token the HTTP transport requires (needed beyond"
         " loopback)",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "extra Host/Origin names the HTTP API answers without a token (besides localhost"
+            " and the listen address; DNS-rebinding rule)"
+        ),
     )
     poll_ms: int = Field(default=200, ge=1, description="how often the logs are re-scanned")
     caller: str | None = Field(

@@ -239,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     setting(p, "--listen", help="HTTP HOST:PORT")
     setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")
     setting(p, "--token-file", type=Path, help="file holding the HTTP API's bearer token")
+    setting(
+        p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)"
+    )
     _retention(p)
     _tool_limits(p)
     _logs(p)

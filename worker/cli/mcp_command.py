@@ -36,6 +36,9 @@ def add_mcp_command(
     bootstrap(p, "answer through a Kafka cluster instead")
     setting(p, "--listen", help="HTTP HOST:PORT (--transport http)")
     setting(p, "--token-file", type=Path, help="file holding the HTTP bearer token")
+    setting(
+        p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)"
+    )
     setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")
     setting(p, "--caller", help="the caller session id (else discovered by working directory)")
     setting(p, "--workspace", help="the caller's cwd, vouched for in its token (Kafka)")
@@ -114,10 +117,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                 async with stdio_server() as (read, write):
                     await server.run(read, write, server.create_initialization_options())
             else:
+                from worker.http.origin import allowed_names
                 from worker.mcp.http import http_app, serve_http
 
                 host, port, token = address
-                await serve_http(http_app(server, host, token), host, port)
+                names = allowed_names(host, settings.allowed_hosts)
+                await serve_http(http_app(server, names, token), host, port)
         finally:
             await backend.stop()
 

@@ -39,6 +39,7 @@ def _token(settings: ServeSettings) -> str | None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from worker.http.embedded import Embedded
     from worker.http.ops import start_server
+    from worker.http.origin import allowed_names
 
     settings = settings_from(ServeSettings, args)
     token = _token(settings)
@@ -54,8 +55,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             retention_check_s=settings.retention_check_ms / 1000,
             log_format=None if settings.format == "auto" else settings.format,
         )
-        runner, port = await start_server(embedded.app(), settings.listen)
         host = settings.listen.rpartition(":")[0].strip("[]")
+        names = allowed_names(host, settings.allowed_hosts)
+        runner, port = await start_server(embedded.app(names), settings.listen)
         base = f"http://{host}:{port}"
         print(f"sessionq serving on {base} (ingesting...)", file=sys.stderr, flush=True)
         bar = None

@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
 from indexer.errors import (
@@ -69,6 +70,7 @@ from worker.http import source_agents as ext
 from worker.http.admin import StoreAdmin
 from worker.http.auth import OPEN_PATHS, bearer, token_matches
 from worker.http.ops import ops_routes
+from worker.http.origin import allowed_names, rebinding_guard
 from worker.limits import ToolLimits
 from worker.manifest import manifest
 from worker.pipeline import Pipeline, ToolCall
@@ -329,8 +331,13 @@ class Embedded:
         self.store.close()
 
     # ---- HTTP ---------------------------------------------------------------------------------
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._guard])
+    def app(self, allowed_hosts: frozenset[str] = allowed_names("127.0.0.1")) -> web.Application:
+        """The HTTP API; without a token, only for requests naming ``allowed_hosts``
+        (``worker.http.origin``: the DNS-rebinding rule)."""
+        guards: list[Middleware] = [self._guard]
+        if self._token is None:
+            guards.insert(0, rebinding_guard(allowed_hosts))
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=guards)
         app.add_routes(ops_routes(self.metrics, self.ready, self._readiness_notes))
         app.add_routes(self.admin.routes(token_required=self._token is not None))
         app.add_routes(
