@@ -448,3 +448,37 @@ def test_stats_requires_a_data_directory() -> None:
     result = sessionq("stats")
     assert result.returncode == 2
     assert "--data" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["call", "session_search", "{}", "--caller", "c"],
+        ["delete", "s1", "--data", "/nonexistent"],
+        ["indexer", "--data", "/nonexistent"],
+        ["mcp"],
+        ["publish", "/nonexistent"],
+        ["topics", "create"],
+        ["worker", "--data", "/nonexistent", "--insecure-unauthenticated-callers"],
+    ],
+)
+@pytest.mark.parametrize("bootstrap", ["127.0.0.1:PORT", "localhost", ":9092", "h:1,h2"])
+def test_a_bad_bootstrap_is_one_line_and_exit_2_for_every_command(
+    argv: list[str], bootstrap: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The README placeholder pasted as written (``127.0.0.1:PORT``) is a usage error
+    naming the setting, never a traceback, whether it comes as a flag or a variable."""
+    from worker.cli.main import main
+
+    for extra, env in ((["--bootstrap", bootstrap], None), ([], bootstrap)):
+        if env is None:
+            monkeypatch.delenv("SESSIONQ_BOOTSTRAP", raising=False)
+        else:
+            monkeypatch.setenv("SESSIONQ_BOOTSTRAP", env)
+        with pytest.raises(SystemExit) as exited:
+            main([*argv, *extra])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert "--bootstrap / SESSIONQ_BOOTSTRAP" in err and "Traceback" not in err
