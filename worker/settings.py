@@ -39,6 +39,16 @@ class WorkerSettings(ServiceSettings):
         ge=1,
         description="requests held at once per process, running or waiting for their caller",
     )
+    max_admitted_per_host: int = Field(
+        default=256,
+        ge=1,
+        description="of those, at most this many for one host key (beyond: answered busy)",
+    )
+    max_admitted_per_workspace: int = Field(
+        default=128,
+        ge=1,
+        description="of those, at most this many for one workspace (beyond: answered busy)",
+    )
     reply_topics: list[str] = Field(
         default_factory=lambda: list(REPLY_TOPIC_PATTERNS),
         description=(

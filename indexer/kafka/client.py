@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from aiokafka.errors import (
 )
 from aiokafka.helpers import create_ssl_context
 
-from indexer.errors import KafkaAccessError, UndeliverableError
+from indexer.errors import KafkaAccessError, TopicMissingError, UndeliverableError
 from indexer.settings import KafkaSettings
 
 # How long a failed connection may take to explain itself (the diagnosis probe).
@@ -289,7 +289,10 @@ class Producer:
         (unknown topic, too large, not authorized) raises ``UndeliverableError``."""
         try:
             await self._producer.send_and_wait(topic, value, key=key, headers=list(headers) or None)
-        except (UnknownTopicOrPartitionError, MessageSizeTooLargeError, KafkaTimeoutError) as exc:
+        except UnknownTopicOrPartitionError as exc:
+            message = f"cannot deliver to {topic!r}: it does not exist"
+            raise TopicMissingError(message, topic) from exc
+        except (MessageSizeTooLargeError, KafkaTimeoutError) as exc:
             raise UndeliverableError(f"cannot deliver to {topic!r}: {type(exc).__name__}") from exc
         except TopicAuthorizationFailedError as exc:
             raise UndeliverableError(access_error(self.kafka, exc).message) from exc
@@ -311,6 +314,23 @@ class Producer:
 
     async def flush(self) -> None:
         await self._producer.flush()
+
+    async def missing_topics(self, topics: Collection[str], *, timeout_s: float) -> set[str]:
+        """Which of ``topics`` the broker says do not exist or may not be described
+        (one metadata request, answered in milliseconds: ``send`` would instead wait up
+        to its request timeout for such a topic to appear, and track it for good).
+        Raises ``TimeoutError`` (or a Kafka error) when no broker answers in time."""
+        from aiokafka.protocol.metadata import MetadataRequest
+
+        if not topics:
+            return set()
+        client = self._producer.client
+        node = client.get_random_node()
+        if node is None:
+            raise TimeoutError("no broker is known yet")
+        request = MetadataRequest(list(topics))
+        response = await asyncio.wait_for(client.send(node, request), timeout_s)
+        return {str(entry[1]) for entry in response.topics if entry[0] != 0}
 
     async def stop(self) -> None:
         await self._producer.stop()

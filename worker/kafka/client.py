@@ -120,8 +120,6 @@ class SessionqClient:
         """
         rid = request_id or str(uuid.uuid4())
         caller: dict[str, Any] = {"session_id": session_id}
-        if self.signer is not None:
-            caller["token"] = self.signer.token(rid, session_id, workspace)
         if routing_key is None and workspace is not None:
             routing_key = workspace
         if step_seq is not None:
@@ -139,7 +137,10 @@ class SessionqClient:
         }
         if timeout_ms is not None:
             request["timeout_ms"] = timeout_ms
-        value = orjson.dumps(request)
+        try:  # the token binds the whole request, so it is signed last
+            value = orjson.dumps(self._signed(request, workspace))
+        except (TypeError, ValueError) as exc:  # not JSON, or nothing a token can bind
+            return error_reply(rid, INVALID_ARGS, f"invalid arguments: {exc}")
         if len(value) > MAX_REQUEST_BYTES:  # the worker and the topic would refuse it
             return error_reply(
                 rid,
@@ -191,11 +192,17 @@ class SessionqClient:
         for the request's caller: workers that authenticate honour only such cancels."""
         record: dict[str, Any] = {"v": 1, "kind": "cancel", "id": request_id, "reason": reason}
         if session_id is not None:
-            caller: dict[str, Any] = {"session_id": session_id}
-            if self.signer is not None:
-                caller["token"] = self.signer.token(request_id, session_id, workspace)
-            record["caller"] = caller
+            record["caller"] = {"session_id": session_id}
+            record = self._signed(record, workspace)
         await self._producer.send(self.requests_topic, orjson.dumps(record), key=routing_key)
+
+    def _signed(self, envelope: dict[str, Any], workspace: str | None) -> dict[str, Any]:
+        """The envelope with its caller token (a signing client), bound to every other
+        member: nothing may change after this."""
+        if self.signer is None:
+            return envelope
+        token = self.signer.sign(envelope, workspace)
+        return {**envelope, "caller": {**envelope["caller"], "token": token}}
 
 
 async def call_once(
