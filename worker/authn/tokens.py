@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.serialization import (
 
 from worker.authn.binding import CLAIM as BINDING_CLAIM
 from worker.authn.binding import Binding, envelope_digest
-from worker.authn.keyring import Keyring, KeyringError
+from worker.authn.keyring import HostKey, Keyring, KeyringError, read_entry
 from worker.contract.errors import HarnessError, caller_unauthenticated
 
 log = logging.getLogger("sessionq.authn")
@@ -61,23 +61,34 @@ def generate_key_pair() -> tuple[str, str]:
 class CallerSigner:
     """The host side: signs one token per request (``worker.kafka.client`` uses it)."""
 
-    def __init__(self, kid: str, private_key: Ed25519PrivateKey, *, ttl_s: int = DEFAULT_TTL_S):
+    def __init__(
+        self,
+        kid: str,
+        private_key: Ed25519PrivateKey,
+        *,
+        ttl_s: int = DEFAULT_TTL_S,
+        entry: HostKey | None = None,
+    ):
+        """``entry``: the key's own keyring entry when known (advice for the host's
+        user, ``worker.kafka.preflight``; the workers' keyring decides)."""
         if not 1 <= ttl_s <= MAX_LIFETIME_S:
             raise ValueError(f"token lifetime must be 1..{MAX_LIFETIME_S} s, got {ttl_s}")
         self.kid = kid
         self._key = private_key
         self.ttl_s = ttl_s
+        self.entry = entry
 
     @classmethod
     def from_file(cls, kid: str, path: Path, *, ttl_s: int = DEFAULT_TTL_S) -> CallerSigner:
-        """A signer from a private key PEM file (``sessionq keys generate`` writes one)."""
+        """A signer from a private key PEM file (``sessionq keys generate`` writes one,
+        and its keyring entry beside it, read here when present)."""
         try:
             key = load_pem_private_key(path.read_bytes(), password=None)
         except (OSError, ValueError) as exc:
             raise KeyringError(f"signing key {path}: {exc}") from exc
         if not isinstance(key, Ed25519PrivateKey):
             raise KeyringError(f"signing key {path}: not an Ed25519 private key")
-        return cls(kid, key, ttl_s=ttl_s)
+        return cls(kid, key, ttl_s=ttl_s, entry=read_entry(path))
 
     def token(self, request_id: str, session_id: str, workspace: str | None, binding: str) -> str:
         """A token for one envelope: ``binding`` is its ``req`` claim (``envelope_digest``)."""

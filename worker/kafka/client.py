@@ -20,7 +20,8 @@ from indexer.kafka.group import Producer, ReplyReader
 from indexer.settings import KafkaSettings
 from worker.authn.tokens import CallerSigner
 from worker.contract.envelopes import MAX_REQUEST_BYTES, Reply, decode_reply, error_reply
-from worker.contract.errors import INVALID_ARGS
+from worker.contract.errors import CALLER_UNAUTHENTICATED, INVALID_ARGS
+from worker.kafka.preflight import caller_warnings, refusal_hint
 
 log = logging.getLogger("sessionq.client")
 TIMEOUT_GRACE_S = 2.0
@@ -49,6 +50,7 @@ class SessionqClient:
         self._reader = ReplyReader(kafka, self.reply_topic, client_id=f"{cid}-replies")
         self._pending: dict[str, asyncio.Future[Reply]] = {}
         self._task: asyncio.Task[None] | None = None
+        self._warned: set[str] = set()
 
     async def __aenter__(self) -> SessionqClient:
         await self.start()
@@ -148,13 +150,18 @@ class SessionqClient:
                 f"invalid arguments: the request is {len(value)} bytes;"
                 f" the maximum is {MAX_REQUEST_BYTES}",
             )
+        self._warn(caller_warnings(self.signer, workspace))
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         key = (routing_key or f"session:{session_id}").encode()
         try:
             await self._producer.send(self.requests_topic, value, key=key)
             wait = None if timeout_ms is None else timeout_ms / 1000 + TIMEOUT_GRACE_S
-            return await asyncio.wait_for(asyncio.shield(fut), wait)
+            reply = await asyncio.wait_for(asyncio.shield(fut), wait)
+            if reply.error is not None and reply.error.code == CALLER_UNAUTHENTICATED:
+                hint = refusal_hint(self.signer, workspace)
+                self._warn([f"a caller was refused; likely cause: {hint}"])
+            return reply
         except TimeoutError:
             await self.cancel(
                 rid,
@@ -195,6 +202,13 @@ class SessionqClient:
             record["caller"] = {"session_id": session_id}
             record = self._signed(record, workspace)
         await self._producer.send(self.requests_topic, orjson.dumps(record), key=routing_key)
+
+    def _warn(self, warnings: list[str]) -> None:
+        """Each distinct warning once per client (``worker.kafka.preflight``)."""
+        for warning in warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                log.warning("%s", warning)
 
     def _signed(self, envelope: dict[str, Any], workspace: str | None) -> dict[str, Any]:
         """The envelope with its caller token (a signing client), bound to every other
