@@ -17,6 +17,7 @@ from aiokafka.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
     KafkaConnectionError,
+    KafkaError,
     KafkaTimeoutError,
     MessageSizeTooLargeError,
     SaslAuthenticationFailed,
@@ -31,6 +32,22 @@ from indexer.settings import KafkaSettings
 
 # How long a failed connection may take to explain itself (the diagnosis probe).
 DIAGNOSE_TIMEOUT_S = 10.0
+LAG_TIMEOUT_S = 2.0  # an end-offsets request, at most (EventsSource.lag)
+STOP_TIMEOUT_S = 0.9  # stopping one client, at most (stop_client)
+
+
+async def stop_client(client: AIOKafkaConsumer) -> None:
+    """Stop a consumer within ``STOP_TIMEOUT_S``: with the broker gone its fetcher
+    re-raises the cancellation of its own retry tasks, and leaving the group waits for a
+    coordinator. A role's own cancellation still propagates."""
+    try:
+        await asyncio.wait_for(client.stop(), STOP_TIMEOUT_S)
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+    except (KafkaError, OSError, TimeoutError):
+        pass
 
 
 def connection_options(kafka: KafkaSettings) -> dict[str, Any]:
@@ -207,6 +224,7 @@ class EventsSource:
             fetch_max_bytes=32 * 1024 * 1024,
         )
         self.partitions: list[int] = []
+        self._lag: dict[int, int] = {}
 
     async def start(self, offsets: Mapping[tuple[str, int], int]) -> None:
         async with kafka_access(self.kafka):
@@ -235,17 +253,23 @@ class EventsSource:
         return to_records(batches)
 
     async def lag(self) -> dict[int, int]:
-        """Records not yet consumed per partition (end offset - position)."""
+        """Records not yet consumed per partition (end offset - position); while the
+        broker does not answer within ``LAG_TIMEOUT_S``, the last lag known (aiokafka
+        would wait its whole request timeout, then raise out of the indexer's loop)."""
         tps = [TopicPartition(self.topic, p) for p in self.partitions]
-        ends = await self._consumer.end_offsets(tps)
+        try:
+            ends = await asyncio.wait_for(self._consumer.end_offsets(tps), LAG_TIMEOUT_S)
+        except (KafkaError, TimeoutError):
+            return dict(self._lag)
         out = {}
         for tp in tps:
             pos = await self._consumer.position(tp)
             out[tp.partition] = max(0, ends[tp] - pos)
+        self._lag = out
         return out
 
     async def stop(self) -> None:
-        await self._consumer.stop()
+        await stop_client(self._consumer)
 
 
 class Producer:
@@ -333,4 +357,5 @@ class Producer:
         return {str(entry[1]) for entry in response.topics if entry[0] != 0}
 
     async def stop(self) -> None:
+        """Unbounded: a producer's stop sends what is still queued (``enqueue``)."""
         await self._producer.stop()

@@ -103,7 +103,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     ):
         return EXIT_USAGE
     address = _http_token(settings) if settings.transport == "http" else None
-    configure_logging(settings.log_format, settings.log_level)
+    kafka = settings.kafka
+    configure_logging(
+        settings.log_format, settings.log_level, kafka.bootstrap if kafka is not None else None
+    )
     backend = _backend(settings)
     binder = CallerBinder(settings.caller, workspace=settings.workspace)
     server = build_server(backend, binder)

@@ -24,6 +24,8 @@ import contextlib
 import hashlib
 import logging
 import time
+from collections.abc import Awaitable
+from typing import TypeVar
 
 from indexer.errors import REPLY_FAILED, TopicMissingError, UndeliverableError
 from indexer.kafka.client import InRecord
@@ -57,6 +59,10 @@ LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
 MAX_REPLY_BYTES = 7 * 1024 * 1024  # under the replies topic's 8 MiB max.message.bytes
 RESOLVE_ATTEMPTS = 3  # dead-letter attempts before an offset is finished unresolved
 RESOLVE_BACKOFF_S = 0.5  # times the attempt number, between dead-letter attempts
+STEP_TIMEOUT_S = 5.0  # one poll, commit or lag refresh of the loop, at most
+DRAIN_S = 2.0  # at shutdown, in-flight calls get this long; then their offsets stay open
+CLOSE_STEP_S = 0.9  # then the commit, the consumer and the producer get this long each
+T = TypeVar("T")
 Decoded = ToolRequest | InvalidRequestError | EnvelopeError
 
 
@@ -140,28 +146,60 @@ class Worker:
         self._stopping.set()
 
     async def close(self) -> None:
+        """Within ~5 s even with the broker gone: in-flight calls get ``DRAIN_S`` (the
+        rest are cancelled, their offsets uncommitted: another member answers them),
+        then the commit, the consumer and the producer ``CLOSE_STEP_S`` each."""
         if self._tasks:
+            await asyncio.wait(self._tasks, timeout=DRAIN_S)
+            for task in self._tasks:
+                task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        with contextlib.suppress(Exception):
-            await self._commit()
-        await self.source.stop()
-        await self.producer.stop()
+        for step in (self._commit, self.source.stop, self.producer.stop):
+            try:
+                await asyncio.wait_for(step(), CLOSE_STEP_S)
+            except asyncio.CancelledError:  # aiokafka re-raises its own tasks' cancellation
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+            except Exception as exc:
+                log.debug("closing: %s", _describe(exc))
 
     async def run(self, *, timeout: float | None = None) -> None:
-        """Serve until stopped (or ``timeout`` seconds, for tests)."""
+        """Serve until stopped (or ``timeout`` seconds, for tests). Every step of the
+        loop is bounded and ends when a stop is asked for (``_step``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         last_commit = time.monotonic()
         last_lag = time.monotonic()
         while not self._stopping.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 break
-            await self._take(await self.source.poll(timeout_ms=100, max_records=100))
+            records = await self._step(self.source.poll(timeout_ms=100, max_records=100))
+            await self._take(records or [])
             if time.monotonic() - last_commit >= 0.2:
-                await self._commit()
+                await self._step(self._commit())
                 last_commit = time.monotonic()
             if time.monotonic() - last_lag >= LAG_REFRESH_S:
-                await self._refresh_lag()
+                await self._step(self._refresh_lag())
                 last_lag = time.monotonic()
+
+    async def _step(self, step: Awaitable[T]) -> T | None:
+        """``step``'s result, or None once it took ``STEP_TIMEOUT_S`` or a stop was asked
+        for first (then it is cancelled): with the broker gone aiokafka's commit waits
+        for a coordinator forever, and the loop must still notice SIGTERM."""
+        task = asyncio.ensure_future(step)
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait(
+                {task, stop}, timeout=STEP_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stop.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return None
 
     async def _take(self, records: list[InRecord]) -> None:
         """One polled batch: decode, probe its unknown reply topics once, then give
