@@ -433,7 +433,14 @@ async def amain(args: argparse.Namespace) -> int:
         await asyncio.sleep(20)
         rss_after = vm_rss_mb(worker.pid)
         await load.stop()
+        # the hostile calls still waiting for callers that never come end at their
+        # deadline (60 s at most): offsets are pinned until then, never longer
+        drain_start = time.monotonic()
         pinned = await pinned_offsets(broker.bootstrap)
+        while any(pinned.values()) and time.monotonic() - drain_start < 120:
+            await asyncio.sleep(2)
+            pinned = await pinned_offsets(broker.bootstrap)
+        drained_s = time.monotonic() - drain_start + 20
         lost = len(load.good) - len(load.latency)
         dup = sum(1 for i in load.good if load.seen.get(i, 0) > 1)
         q50, q99 = _percentile(quiet, 50), _percentile(quiet, 99)
@@ -443,7 +450,10 @@ async def amain(args: argparse.Namespace) -> int:
             f"good requests: {len(load.good)} sent, {len(load.latency)} answered, {lost} lost;"
             f" good replies duplicated: {dup}"
         )
-        print(f"pinned offsets (end - committed per partition, after drain): {pinned}")
+        print(
+            f"pinned offsets (end - committed per partition), {drained_s:.0f} s after the"
+            f" hostile load stopped: {pinned}"
+        )
         n_hostile = sum(v for k, v in hostile_counts.items() if "refused" not in k)
         print(f"hostile records produced (the refused ones included): {n_hostile} {hostile_counts}")
         print(
