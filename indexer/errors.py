@@ -110,9 +110,7 @@ class UndeliverableError(SessionqError):
 
 
 class TopicMissingError(UndeliverableError):
-    """The topic a record was sent to does not exist; ``topic`` names it."""
-
-    code = REPLY_TOPIC_MISSING
+    """The broker said, at send time, that the topic does not exist; ``topic`` names it."""
 
     def __init__(self, message: str, topic: str) -> None:
         super().__init__(message)

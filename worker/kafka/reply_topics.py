@@ -7,8 +7,8 @@ broker about all of them in one metadata request (``PROBE_TIMEOUT_S`` at most), 
 record naming a missing topic is dead-lettered at once instead of holding an
 admission slot while the producer waits (up to its request timeout) for the topic to
 appear. Answers are remembered: a missing topic for ``MISSING_TTL_S``, an existing one
-for ``PRESENT_TTL_S`` (a topic deleted meanwhile fails its send and is remembered as
-missing from then on); at most ``MAX_REMEMBERED`` names, the oldest forgotten first.
+for ``PRESENT_TTL_S`` (a send that finds a topic missing makes the next batch ask
+again); at most ``MAX_REMEMBERED`` names, the oldest forgotten first.
 A broker that does not answer the probe in time decides nothing: the send itself is
 tried. Each missing topic is logged at most once per ``LOG_EVERY_S`` and counted
 (``sessionq_reply_topic_missing_total``) per record.
@@ -117,9 +117,10 @@ class ReplyTopics:
         for topic in unknown:
             self._remember(topic, topic not in missing)
 
-    def missing(self, topic: str) -> None:
-        """A send found ``topic`` missing: remember it."""
-        self._remember(topic, False)
+    def doubt(self, topic: str) -> None:
+        """A send found ``topic`` missing: forget what was known, so the next batch asks
+        the broker (one failed send is not proof: a leader may be moving)."""
+        self._known.pop(topic, None)
 
     def refusal(self, topic: str) -> Refusal | None:
         """Why nothing may be produced to ``topic`` (None: a reply may be tried)."""

@@ -294,7 +294,7 @@ class Worker:
         except UndeliverableError as exc:
             reason, code = f"reply undeliverable: {exc}", exc.code
             if isinstance(exc, TopicMissingError) and exc.topic != self.kafka.dlq_topic:
-                self.reply_topics.missing(exc.topic)
+                self.reply_topics.doubt(exc.topic)
         except Exception as exc:
             log.exception("request %s was not answered", where)
             reason, code = f"reply failed: {_describe(exc)}", REPLY_FAILED
