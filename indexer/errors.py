@@ -35,6 +35,7 @@ INVALID_RECORD: Final = "SESSIONQ_INVALID_RECORD"
 INVALID_REQUEST: Final = "SESSIONQ_INVALID_REQUEST"
 REPLY_FAILED: Final = "SESSIONQ_REPLY_FAILED"
 REPLY_TOPIC_REFUSED: Final = "SESSIONQ_REPLY_TOPIC_REFUSED"  # reply_to not allowed
+REPLY_TOPIC_MISSING: Final = "SESSIONQ_REPLY_TOPIC_MISSING"  # reply_to does not exist
 INTERNAL: Final = "SESSIONQ_INTERNAL"
 RECORD_REJECTED: Final = "SESSIONQ_RECORD_REJECTED"
 
@@ -106,6 +107,14 @@ class UndeliverableError(SessionqError):
     """The broker will not take this record (missing topic, record too large)."""
 
     code = REPLY_FAILED
+
+
+class TopicMissingError(UndeliverableError):
+    """The broker said, at send time, that the topic does not exist; ``topic`` names it."""
+
+    def __init__(self, message: str, topic: str) -> None:
+        super().__init__(message)
+        self.topic = topic
 
 
 class KafkaAccessError(SessionqError):

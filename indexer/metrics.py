@@ -75,6 +75,17 @@ class Metrics:
         self.deadline_sheds = Counter(
             "sessionq_deadline_sheds", "Requests already expired when dequeued", registry=r
         )
+        self.reply_topic_missing = Counter(
+            "sessionq_reply_topic_missing",
+            "Requests dead-lettered because their reply_to topic does not exist",
+            registry=r,
+        )
+        self.requests_shed = Counter(
+            "sessionq_requests_shed",
+            "Requests answered at once because their host or workspace holds its share",
+            ["bound"],
+            registry=r,
+        )
         self.in_flight = Gauge("sessionq_in_flight_calls", "Tool calls in progress", registry=r)
         self.ready = Gauge("sessionq_ready", "1 once the role is ready", registry=r)
 

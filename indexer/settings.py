@@ -221,6 +221,19 @@ class KafkaSettings(BaseModel):
         description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
     )
 
+    @field_validator("bootstrap")
+    @classmethod
+    def _addresses(cls, bootstrap: str) -> str:
+        """``host:port[,host:port...]`` with numeric ports, checked here so a pasted
+        placeholder is one line at start, not a client's traceback."""
+        for address in bootstrap.split(","):
+            host, _, port = address.strip().rpartition(":")
+            if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
+                raise PydanticCustomError(
+                    "kafka_bootstrap", "expected host:port[,host:port...] with numeric ports"
+                )
+        return bootstrap
+
     @field_validator("sasl_password_file", "ssl_cafile", "ssl_certfile", "ssl_keyfile")
     @classmethod
     def _readable(cls, path: Path | None) -> Path | None:

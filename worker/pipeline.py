@@ -10,7 +10,9 @@ bottom as the steps:
    a call already past it is answered ``TOOL_TIMEOUT`` without any work;
 3. authenticate — with a keyring, the host's token must vouch for this request, this
    caller and a workspace its key may speak for (``worker.authn``), before anything is
-   read; else ``SESSION_QUERY_CALLER_UNAUTHENTICATED``;
+   read; else ``SESSION_QUERY_CALLER_UNAUTHENTICATED``; then the call takes its place in
+   its host key's and workspace's admission share (``worker.slots``), held until it is
+   answered; a call beyond its share is answered ``SESSION_QUERY_BUSY`` at once;
 4. wait — read-your-writes: until the caller's log is applied through ``min_seq`` (and,
    over Kafka, until the caller exists at all), within the deadline;
 5. slot and gate — a running slot (``worker.slots``: bounded overall and per workspace;
@@ -32,21 +34,27 @@ import asyncio
 import contextlib
 import time
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
+from worker.authn.binding import Binding
 from worker.authn.tokens import CallerAuthenticator, Principal
 from worker.cancels import InFlight
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken, Deadline
 from worker.contract.envelopes import ToolRequest
-from worker.contract.errors import HarnessError, ToolAbortError, caller_unauthenticated
+from worker.contract.errors import (
+    BusyError,
+    HarnessError,
+    ToolAbortError,
+    caller_unauthenticated,
+)
 from worker.contract.outcome import ToolReply
 from worker.execution import ExecutionGates
 from worker.limits import ToolLimits
-from worker.slots import Slots
+from worker.slots import Share, Shares, Slots
 from worker.tools.access import Caller, resolve_caller
 from worker.tools.registry import Tool, ToolContext, lookup, parse_arguments
 
@@ -73,6 +81,8 @@ class ToolCall:
     sent_ms: float | None = None
     token: str | None = None
     workspace_key: str | None = None  # the routing key the host sent it under
+    # the envelope a caller token must be bound to (derived from the fields above)
+    binding: Binding | None = field(default=None, compare=False)
 
     @classmethod
     def from_request(
@@ -95,6 +105,7 @@ class ToolCall:
             sent_ms=sent_ms,
             token=ref.token if ref is not None else None,
             workspace_key=workspace_key,
+            binding=Binding(request),
         )
 
 
@@ -129,6 +140,7 @@ class Pipeline:
         wait_for_caller: bool = False,
         authenticator: CallerAuthenticator | None = None,
         slots: Slots | None = None,
+        shares: Shares | None = None,
     ) -> None:
         """``wait_for_caller``: a caller session not indexed yet is waited for (within the
         deadline) instead of failing — over Kafka the caller's own events may still be in
@@ -139,6 +151,7 @@ class Pipeline:
         self.wait_for_caller = wait_for_caller
         self.authenticator = authenticator
         self.slots = slots
+        self.shares = shares
         self.gates = ExecutionGates()
         self._context = ToolContext(service, self.limits.max_search_results)
         self.in_flight = InFlight(bound=authenticator is not None)
@@ -158,14 +171,15 @@ class Pipeline:
         *,
         session_id: str | None = None,
         token: str | None = None,
+        binding: Binding | None = None,
     ) -> int:
         """Abort the in-flight calls with this id that the cancel's sender may abort
         (``worker.cancels``): with authentication, its token must be its request's
-        principal's. Returns the calls aborted."""
+        principal's, bound to the cancel's own envelope. Returns the calls aborted."""
         owner = None
         if self.authenticator is not None:
             try:
-                owner = self.authenticator.verify(token, request_id, session_id)
+                owner = self.authenticator.verify(token, request_id, session_id, binding)
             except HarnessError:
                 return 0  # a foreign or forged cancel is ignored
         return self.in_flight.cancel(request_id, reason, owner)
@@ -191,14 +205,19 @@ class Pipeline:
         else:
             try:  # 3. authenticate: the host's proof, before anything is read
                 principal = self._authenticate(call)
+                share = self._share(call, principal)
             except HarnessError as error:
                 principal, reply = None, ToolReply(error=error.failure())
+                if isinstance(error, BusyError) and self.metrics is not None:
+                    self.metrics.requests_shed.labels(error.bound).inc()
             else:
                 self.in_flight.start(call.id, call_token, principal)
                 self._count_in_flight(+1)
                 try:
                     reply = await self._run(call, found, call_token, principal)
                 finally:
+                    if share is not None:
+                        share.release()
                     self.in_flight.finish(call.id, call_token)
                     self._count_in_flight(-1)
         self._observe(tool, reply, started)
@@ -259,13 +278,26 @@ class Pipeline:
         caller = call.caller.session_id if call.caller is not None else ""
         return self.slots.hold(call.workspace_key or f"session:{caller}", token)
 
+    def _share(self, call: ToolCall, principal: Principal | None) -> Share | None:
+        """The call's place in its host key's and workspace's admission share
+        (``worker.slots``; the verified workspace, else the routing key), or None when
+        this pipeline does not bound admission (in-process, HTTP)."""
+        if self.shares is None:
+            return None
+        caller = call.caller.session_id if call.caller is not None else ""
+        if principal is not None:
+            host, workspace = principal.kid, principal.workspace or f"session:{caller}"
+        else:
+            host, workspace = None, call.workspace_key or f"session:{caller}"
+        return self.shares.take(host, workspace)
+
     def _authenticate(self, call: ToolCall) -> Principal | None:
         """The verified principal, or None when this pipeline does not authenticate
         (embedded loopback mode, in-process calls)."""
         if self.authenticator is None:
             return None
         session_id = call.caller.session_id if call.caller is not None else None
-        return self.authenticator.verify(call.token, call.id, session_id)
+        return self.authenticator.verify(call.token, call.id, session_id, call.binding)
 
     async def _wait_for_caller(self, call: ToolCall, token: CancelToken) -> None:
         """Read-your-writes: wait until the caller's log is applied through ``min_seq``

@@ -39,6 +39,16 @@ class WorkerSettings(ServiceSettings):
         ge=1,
         description="requests held at once per process, running or waiting for their caller",
     )
+    max_admitted_per_host: int = Field(
+        default=256,
+        ge=1,
+        description="of those, at most this many for one host key (beyond: answered busy)",
+    )
+    max_admitted_per_workspace: int = Field(
+        default=128,
+        ge=1,
+        description="of those, at most this many for one workspace (beyond: answered busy)",
+    )
     reply_topics: list[str] = Field(
         default_factory=lambda: list(REPLY_TOPIC_PATTERNS),
         description=(
@@ -93,6 +103,13 @@ class ServeSettings(ServiceSettings):
     token_file: Path | None = Field(
         default=None,
         description="file holding the bearer token the HTTP API requires (needed beyond loopback)",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "extra Host/Origin names the HTTP API answers without a token (besides localhost"
+            " and the listen address; DNS-rebinding rule)"
+        ),
     )
     retain_days: int | None = Field(
         default=None, ge=1, description="delete sessions whose newest event is older"
@@ -202,6 +219,13 @@ class McpSettings(ServiceSettings):
         " loopback)",
     )
     watch: WatchMode = Field(default="auto", description=WATCH_DESCRIPTION)
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "extra Host/Origin names the HTTP API answers without a token (besides localhost"
+            " and the listen address; DNS-rebinding rule)"
+        ),
+    )
     caller: str | None = Field(
         default=None,
         min_length=1,

@@ -21,7 +21,9 @@
 #   --resolve-only   only make sure the jars are in the cache, then exit.
 #
 # stdout: "pid=...", "data=...", "log=..." and, as the last line, exactly
-# "bootstrap=127.0.0.1:PORT". Progress and errors go to stderr.
+# "bootstrap=127.0.0.1:PORT"; DIR/bootstrap holds the address alone (the README's
+# quickstart: export SESSIONQ_BOOTSTRAP=$(cat DIR/bootstrap)). Progress and errors go
+# to stderr.
 #
 # Environment: SESSIONQ_KAFKA_VERSION (default 4.4.0), SESSIONQ_KAFKA_CACHE (default
 # ${XDG_CACHE_HOME:-$HOME/.cache}/sessionq), SESSIONQ_KAFKA_HEAP_OPTS (default

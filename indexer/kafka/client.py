@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from aiokafka.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
     KafkaConnectionError,
+    KafkaError,
     KafkaTimeoutError,
     MessageSizeTooLargeError,
     SaslAuthenticationFailed,
@@ -26,11 +27,27 @@ from aiokafka.errors import (
 )
 from aiokafka.helpers import create_ssl_context
 
-from indexer.errors import KafkaAccessError, UndeliverableError
+from indexer.errors import KafkaAccessError, TopicMissingError, UndeliverableError
 from indexer.settings import KafkaSettings
 
 # How long a failed connection may take to explain itself (the diagnosis probe).
 DIAGNOSE_TIMEOUT_S = 10.0
+LAG_TIMEOUT_S = 2.0  # an end-offsets request, at most (EventsSource.lag)
+STOP_TIMEOUT_S = 0.9  # stopping one client, at most (stop_client)
+
+
+async def stop_client(client: AIOKafkaConsumer) -> None:
+    """Stop a consumer within ``STOP_TIMEOUT_S``: with the broker gone its fetcher
+    re-raises the cancellation of its own retry tasks, and leaving the group waits for a
+    coordinator. A role's own cancellation still propagates."""
+    try:
+        await asyncio.wait_for(client.stop(), STOP_TIMEOUT_S)
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+    except (KafkaError, OSError, TimeoutError):
+        pass
 
 
 def connection_options(kafka: KafkaSettings) -> dict[str, Any]:
@@ -207,6 +224,7 @@ class EventsSource:
             fetch_max_bytes=32 * 1024 * 1024,
         )
         self.partitions: list[int] = []
+        self._lag: dict[int, int] = {}
 
     async def start(self, offsets: Mapping[tuple[str, int], int]) -> None:
         async with kafka_access(self.kafka):
@@ -235,17 +253,23 @@ class EventsSource:
         return to_records(batches)
 
     async def lag(self) -> dict[int, int]:
-        """Records not yet consumed per partition (end offset - position)."""
+        """Records not yet consumed per partition (end offset - position); while the
+        broker does not answer within ``LAG_TIMEOUT_S``, the last lag known (aiokafka
+        would wait its whole request timeout, then raise out of the indexer's loop)."""
         tps = [TopicPartition(self.topic, p) for p in self.partitions]
-        ends = await self._consumer.end_offsets(tps)
+        try:
+            ends = await asyncio.wait_for(self._consumer.end_offsets(tps), LAG_TIMEOUT_S)
+        except (KafkaError, TimeoutError):
+            return dict(self._lag)
         out = {}
         for tp in tps:
             pos = await self._consumer.position(tp)
             out[tp.partition] = max(0, ends[tp] - pos)
+        self._lag = out
         return out
 
     async def stop(self) -> None:
-        await self._consumer.stop()
+        await stop_client(self._consumer)
 
 
 class Producer:
@@ -289,7 +313,10 @@ class Producer:
         (unknown topic, too large, not authorized) raises ``UndeliverableError``."""
         try:
             await self._producer.send_and_wait(topic, value, key=key, headers=list(headers) or None)
-        except (UnknownTopicOrPartitionError, MessageSizeTooLargeError, KafkaTimeoutError) as exc:
+        except UnknownTopicOrPartitionError as exc:
+            message = f"cannot deliver to {topic!r}: it does not exist"
+            raise TopicMissingError(message, topic) from exc
+        except (MessageSizeTooLargeError, KafkaTimeoutError) as exc:
             raise UndeliverableError(f"cannot deliver to {topic!r}: {type(exc).__name__}") from exc
         except TopicAuthorizationFailedError as exc:
             raise UndeliverableError(access_error(self.kafka, exc).message) from exc
@@ -312,5 +339,23 @@ class Producer:
     async def flush(self) -> None:
         await self._producer.flush()
 
+    async def missing_topics(self, topics: Collection[str], *, timeout_s: float) -> set[str]:
+        """Which of ``topics`` the broker says do not exist or may not be described
+        (one metadata request, answered in milliseconds: ``send`` would instead wait up
+        to its request timeout for such a topic to appear, and track it for good).
+        Raises ``TimeoutError`` (or a Kafka error) when no broker answers in time."""
+        from aiokafka.protocol.metadata import MetadataRequest
+
+        if not topics:
+            return set()
+        client = self._producer.client
+        node = client.get_random_node()
+        if node is None:
+            raise TimeoutError("no broker is known yet")
+        request = MetadataRequest(list(topics))
+        response = await asyncio.wait_for(client.send(node, request), timeout_s)
+        return {str(entry[1]) for entry in response.topics if entry[0] != 0}
+
     async def stop(self) -> None:
+        """Unbounded: a producer's stop sends what is still queued (``enqueue``)."""
         await self._producer.stop()

@@ -18,6 +18,7 @@ from indexer.kafka.client import (
     assign_all,
     connection_options,
     kafka_access,
+    stop_client,
     to_records,
 )
 from indexer.settings import KafkaSettings
@@ -101,7 +102,7 @@ class GroupSource:
         return out
 
     async def stop(self) -> None:
-        await self._consumer.stop()
+        await stop_client(self._consumer)
 
 
 class ReplyReader:
@@ -129,7 +130,7 @@ class ReplyReader:
         return to_records(await self._consumer.getmany(timeout_ms=timeout_ms, max_records=500))
 
     async def stop(self) -> None:
-        await self._consumer.stop()
+        await stop_client(self._consumer)
 
 
 async def create_topics(

@@ -126,16 +126,29 @@ def file_entry(root: Path, relpath: str) -> FileEntry:
     return FileEntry(path=relpath, size=size, sha256=digest.hexdigest())
 
 
+class TooLargeError(Exception):
+    """A download passed its listed size (``seen``: the bytes it had reached)."""
+
+    def __init__(self, seen: int) -> None:
+        super().__init__(seen)
+        self.seen = seen
+
+
 class HashingWriter:
     """A file sink that hashes what passes through, so a download is checked as it lands
     (no second read of a multi-GB file)."""
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: BinaryIO, limit: int | None = None) -> None:
+        """``limit``: the size the file should have; a byte beyond it raises
+        ``TooLargeError`` before anything more is written."""
         self._out = out
         self._digest = hashlib.sha256()
         self.size = 0
+        self.limit = limit
 
     def write(self, data: bytes | memoryview) -> int:
+        if self.limit is not None and self.size + len(data) > self.limit:
+            raise TooLargeError(self.size + len(data))
         self._digest.update(data)
         self.size += len(data)
         return self._out.write(data)

@@ -7,7 +7,9 @@ Order of a restore (``restore_snapshot``):
   2. find the snapshot: the location itself when it holds a ``manifest.json``, else
      its newest complete child (incomplete ones have no manifest and are ignored);
   3. download every file into a temporary folder, checking size and sha256 as the bytes
-     land; any mismatch or missing file is ``SnapshotCorruptError`` and the folder goes;
+     land (a file longer than listed stops at its listed size); any mismatch, missing
+     file, symbolic link or special file (a directory store never follows one) is
+     ``SnapshotCorruptError`` and the folder goes;
   4. install: a data dir that does not exist is the temporary folder renamed (beside it,
      one rename); an existing (possibly mounted) one gets a marker file, loses its old
      entries, receives the new ones by rename, and loses the marker last.
@@ -35,7 +37,7 @@ from indexer.snapshot.errors import (
     SnapshotError,
     SnapshotNotFoundError,
 )
-from indexer.snapshot.manifest import MANIFEST_NAME, HashingWriter, Manifest
+from indexer.snapshot.manifest import MANIFEST_NAME, HashingWriter, Manifest, TooLargeError
 from indexer.snapshot.stores import FileMissingError, SnapshotStore
 from indexer.store.tables.schema import SCHEMA_VERSION
 
@@ -86,11 +88,16 @@ def _download(
         target = into / entry.path
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb") as out:
-            sink = HashingWriter(out)
+            sink = HashingWriter(out, limit=entry.size)
             try:
                 store.download(prefix + entry.path, sink)
             except FileMissingError:
                 raise SnapshotCorruptError(f"{where}: {entry.path} is missing") from None
+            except TooLargeError:
+                raise SnapshotCorruptError(
+                    f"{where}: {entry.path} has more than {entry.size} bytes, the size the"
+                    " manifest says (read no further)"
+                ) from None
             out.flush()
             os.fsync(out.fileno())
         if sink.size != entry.size:

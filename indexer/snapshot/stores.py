@@ -8,15 +8,19 @@ come back as ``SnapshotError`` with one line naming the location, never a creden
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
 from urllib.parse import urlsplit
 
 from indexer.settings import S3Settings
-from indexer.snapshot.errors import SnapshotError
+from indexer.snapshot.errors import SnapshotCorruptError, SnapshotError
+from indexer.snapshot.manifest import TooLargeError
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, S3Config, S3Store
@@ -24,6 +28,8 @@ if TYPE_CHECKING:
 S3_SCHEME: Final = "s3"
 _GET_CHUNK: Final = 8 << 20
 _DELETE_BATCH: Final = 1000
+_FICLONE: Final = 0x40049409  # linux/fs.h: share the source's extents (a reflink)
+_O_NONBLOCK: Final = os.O_NONBLOCK  # a FIFO in a snapshot must not block its open
 
 
 class FileMissingError(SnapshotError):
@@ -60,6 +66,18 @@ class SnapshotStore(Protocol):
     def delete_folder(self, path: str) -> None: ...
 
 
+def _clone_or_copy(src: Path, dst: Path) -> None:
+    """``dst`` as a copy of ``src``: a reflink (``FICLONE``) when the file system can,
+    else the kernel's copy (``shutil.copyfile``)."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        try:
+            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+            return
+        except OSError:
+            pass  # not the same file system, or no reflinks: copy the bytes
+    shutil.copyfile(src, dst)
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:300]
@@ -92,22 +110,46 @@ class DirectoryStore:
             raise SnapshotError(f"cannot read {self.root / path}: {_one_line(exc)}") from exc
 
     def download(self, path: str, sink: BinaryIO | Any) -> None:
+        """The bytes of a regular file of the store: a symbolic link or a special file
+        anywhere on the way (the snapshot's folder included) is refused, never
+        followed — a snapshot must not make restore read ``/etc/passwd``."""
         try:
-            with open(self.root / path, "rb") as f:
+            with os.fdopen(self._open_regular(path), "rb") as f:
                 while chunk := f.read(_GET_CHUNK):
                     sink.write(chunk)
         except FileNotFoundError as exc:
             raise FileMissingError(f"{self.where}: {path} is missing") from exc
 
+    def _open_regular(self, path: str) -> int:
+        here = self.root
+        for part in path.split("/")[:-1]:
+            here = here / part
+            if not stat.S_ISDIR(os.lstat(here).st_mode):
+                raise SnapshotCorruptError(
+                    f"{self.where}: {path}: {part} is not a plain directory (links are refused)"
+                )
+        try:
+            fd = os.open(here / path.rsplit("/", 1)[-1], os.O_RDONLY | os.O_NOFOLLOW | _O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise SnapshotCorruptError(
+                f"{self.where}: {path} is a symbolic link (refused)"
+            ) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise SnapshotCorruptError(f"{self.where}: {path} is not a regular file (refused)")
+        return fd
+
     def upload_file(self, path: str, local: Path) -> None:
-        """A hard link when the snapshot is on the same file system (the files of a
-        snapshot never change), else a copy."""
+        """A copy of its own (a reflink where the file system has them, e.g. btrfs,
+        XFS): never a hard link, which would share the inode of a live index file, so
+        writing into the snapshot would change the data dir."""
         target = self.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(local, target)
-        except OSError:
-            shutil.copyfile(local, target)
+        tmp = target.with_name(target.name + ".tmp")
+        _clone_or_copy(local, tmp)
+        os.replace(tmp, target)
 
     def upload_bytes(self, path: str, data: bytes) -> None:
         target = self.root / path
@@ -201,7 +243,7 @@ class ObjectStore:
         try:
             for chunk in obstore.get(self._store, path).stream(min_chunk_size=_GET_CHUNK):
                 sink.write(memoryview(chunk))
-        except SnapshotError:
+        except (SnapshotError, TooLargeError):
             raise
         except Exception as exc:
             raise self._fail("read", path, exc) from exc

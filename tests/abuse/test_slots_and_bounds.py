@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.builders import header, plain, user
 from tests.kafka.harness import stack_with_session
 from tests.kafka.records import request_record
@@ -187,3 +189,21 @@ async def test_requests_for_an_unknown_future_caller_do_not_starve_others_over_k
         elapsed = time.monotonic() - started
         assert all(r.ok for r in replies.values()), replies
         assert elapsed < 15, f"normal requests waited {elapsed:.1f} s behind the parked ones"
+
+
+def test_a_hosts_share_bounds_only_that_host_and_is_given_back() -> None:
+    from worker.contract.errors import BUSY, HarnessError
+    from worker.slots import Shares
+
+    shares = Shares(per_host=3, per_workspace=2)
+    held = [shares.take("bad", "/w/1"), shares.take("bad", "/w/1"), shares.take("bad", "/w/2")]
+    for host, ws in (("bad", "/w/3"), ("good", "/w/1")):  # host full; workspace full
+        with pytest.raises(HarnessError) as err:
+            shares.take(host, ws)
+        assert err.value.code == BUSY
+    good = shares.take("good", "/w/9")  # another host and workspace: unaffected
+    unauthenticated = shares.take(None, "/w/2")  # no host bound without authentication
+    for share in (*held, good, unauthenticated):
+        share.release()
+    assert shares.held("host", "bad") == 0 and shares.held("workspace", "/w/1") == 0
+    shares.take("bad", "/w/1")

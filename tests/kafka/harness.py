@@ -255,11 +255,13 @@ async def running_worker(
     max_in_flight: int = 64,
     keyring: Path | None = None,
     reply_topics: Sequence[str] | None = None,
+    **more: Any,
 ) -> AsyncIterator[Worker]:
     """A ``Worker`` serving in a background task over ``data_dir`` (which must hold a store
     already); stopped on exit. Without a ``keyring`` callers are not authenticated. Its
     replies may go to the test's replies topic and, like the product default, to
-    ``<replies topic>.*`` unless ``reply_topics`` says otherwise."""
+    ``<replies topic>.*`` unless ``reply_topics`` says otherwise. ``more`` are further
+    ``WorkerSettings`` (``tools``, ``max_admitted_per_host``, ...)."""
     service = StoreQueryService(data_dir)
     if reply_topics is None:
         reply_topics = [kafka.replies_topic, f"{kafka.replies_topic}.*"]
@@ -271,6 +273,7 @@ async def running_worker(
         reply_topics=list(reply_topics),
         keyring=keyring,
         insecure_unauthenticated_callers=keyring is None,
+        **more,
     )
     worker = Worker(settings, service)
     await worker.start()

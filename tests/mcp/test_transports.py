@@ -301,3 +301,22 @@ async def test_stdio_watcher_answers_for_a_log_that_appears_after_start(tmp_path
 
         await wait_until(answered, timeout=30, what="the new log to be ingested")
     assert replies[-1] == after
+
+
+async def test_http_without_a_token_answers_only_allowed_host_names(corpus_data: Path) -> None:
+    """The one DNS-rebinding rule of ``serve`` (``worker.http.origin``): local names and
+    ``--allowed-hosts``; anything else 421 (Host) or 403 (Origin), as JSON."""
+    args = ("--data", str(corpus_data), "--caller", CALLER, "--allowed-hosts", "devbox.lan")
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    async with http_server(*args) as url, httpx2.AsyncClient() as raw:
+        for headers, status in (
+            ({"Host": "attacker.example"}, 421),
+            ({"Origin": "http://attacker.example"}, 403),
+        ):
+            response = await raw.post(url, json=body, headers={**accept, **headers})
+            assert response.status_code == status, headers
+            assert response.json()["error"]["code"] == "FORBIDDEN_HOST"
+        for headers in ({}, {"Host": "devbox.lan:1"}, {"Origin": "http://devbox.lan"}):
+            response = await raw.post(url, json=body, headers={**accept, **headers})
+            assert response.status_code != 421 and response.status_code != 403, headers

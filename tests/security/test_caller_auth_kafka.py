@@ -101,14 +101,16 @@ async def test_only_requests_a_host_key_vouches_for_are_answered(
                 ),
             ]
             # a token replayed onto another request id
-            stolen = host_a.token("req-original", "auth-a", "/work/a")
+            original = {
+                "v": 1, "kind": "request", "id": "req-original", "reply_to": topics.replies,
+                "tool": "session_search", "arguments": search,
+                "caller": {"session_id": "auth-a"},
+            }
+            stolen = host_a.sign(original, "/work/a")
             await producer.send_json(
                 topics.requests,
-                {
-                    "v": 1, "kind": "request", "id": "req-replayed", "reply_to": topics.replies,
-                    "tool": "session_search", "arguments": search,
-                    "caller": {"session_id": "auth-a", "token": stolen},
-                },
+                {**original, "id": "req-replayed",
+                 "caller": {"session_id": "auth-a", "token": stolen}},
                 key="/work/a",
             )
             replayed = (await tap.wait_for(["req-replayed"], timeout=30))["req-replayed"]

@@ -391,3 +391,86 @@ def test_the_compose_serve_beyond_loopback_has_a_token_file() -> None:
     assert token_file == "/run/secrets/serve-token"
     assert "serve-token" in serve["secrets"]
     assert "serve-token" in compose()["secrets"]
+
+
+async def test_sessions_masks_a_foreign_parent_as_the_tools_do(tmp_path: Path) -> None:
+    """A child whose parent lives in another workspace: ``/v1/sessions`` shows the parent
+    as ``session_search`` does (``[outside workspace]``), never its id."""
+    from tests.builders import header, user
+    from tests.indexer.test_record_path import write_log
+    from worker.devtools.demo_corpus.layout import session_path
+    from worker.tools.access import Caller
+
+    root = tmp_path / "root"
+    for sid, cwd, parent in (
+        ("parent-x", "/ws/a", None), ("child-y", "/ws/b", "parent-x"), ("sib-z", "/ws/b", "child-y")
+    ):
+        head = header(sid, cwd=cwd, parent=parent)
+        write_log(root / session_path(cwd, sid), head, [user(0, "needle")])
+    async with running_embedded(root, tmp_path / "data") as (embedded, base, http):
+        async with http.get(f"{base}/v1/sessions?caller=sib-z") as resp:
+            assert resp.status == 200
+            listed = {s["id"]: s for s in await resp.json()}
+        reply = await embedded.pipeline.call(
+            "session_search", {"query": "needle"}, Caller("sib-z")
+        )
+    assert "Parent: [outside workspace]" in (reply.output or ""), reply.output
+    assert listed["child-y"]["parent"] == "[outside workspace]"
+    assert listed["sib-z"]["parent"] == "child-y"  # a parent in the workspace is named
+    assert "parent-x" not in json.dumps(listed)
+
+
+# ---- the DNS-rebinding rule (no token) ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"Host": "attacker.example:8765"}, 421),  # a rebound name
+        ({"Host": "attacker.example"}, 421),
+        ({"Host": "127.0.0.1.attacker.example"}, 421),
+        ({"Origin": "http://attacker.example"}, 403),  # a page elsewhere calling in
+        ({"Origin": "null"}, 403),
+        ({"Host": "localhost:1"}, 200),
+        ({"Host": "[::1]:8765"}, 200),
+        ({"Origin": "http://localhost:8765"}, 200),
+        ({}, 200),
+    ],
+)
+async def test_without_a_token_only_local_names_are_answered(
+    open_server: Server, headers: dict[str, str], status: int
+) -> None:
+    caller = quote(a_caller(open_server.summary))
+    async with open_server.http.get(
+        f"{open_server.base}/v1/sessions?caller={caller}", headers=headers
+    ) as resp:
+        assert resp.status == status, await resp.text()
+        if status != 200:
+            body = await resp.json()
+            assert body["error"]["code"] == "FORBIDDEN_HOST"
+
+
+async def test_configured_names_are_answered_too(demo: DemoSummary, tmp_path: Path) -> None:
+    from tests.serve.conftest import embedded_service
+    from worker.http.api import HttpApi
+    from worker.http.ops import start_server
+    from worker.http.origin import allowed_names
+
+    embedded = embedded_service(demo.root, tmp_path / "data")
+    app = HttpApi(embedded).app(allowed_names("127.0.0.1", ["devbox.lan"]))
+    runner, port = await start_server(app, "127.0.0.1:0")
+    try:
+        async with aiohttp.ClientSession() as http:
+            for host, status in (("devbox.lan:8765", 200), ("DEVBOX.LAN", 200), ("x.lan", 421)):
+                async with http.get(
+                    f"http://127.0.0.1:{port}/v1/manifest", headers={"Host": host}
+                ) as resp:
+                    assert resp.status == status, host
+    finally:
+        await runner.cleanup()
+        embedded.close()
+
+
+async def test_with_a_token_any_name_is_answered(guarded: Server) -> None:
+    async with guarded.http.get(
+        f"{guarded.base}/v1/manifest", headers={"Host": "sessionq.internal", **guarded.auth()}
+    ) as resp:
+        assert resp.status == 200

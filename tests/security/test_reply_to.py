@@ -19,7 +19,7 @@ from tests.kafka.fixtures import TopicFactory, UniqueName
 from tests.kafka.harness import Stack, end_offsets, read_topic, stack_with_session
 from tests.kafka.records import dead_letters, request_record
 from tests.kafka.waiting import wait_until
-from worker.kafka.worker import reply_topic_refusal
+from worker.kafka.reply_topics import reply_topic_refusal
 from worker.settings import REPLY_TOPIC_PATTERNS, WorkerSettings
 
 WS = "/security/reply-to"

@@ -18,7 +18,7 @@ from indexer.snapshot.errors import (
     SnapshotError,
     SnapshotNotFoundError,
 )
-from indexer.snapshot.manifest import MANIFEST_NAME, new_name
+from indexer.snapshot.manifest import MANIFEST_NAME, HashingWriter, new_name
 from indexer.snapshot.restore import MARKER, restore_snapshot
 from indexer.snapshot.stores import DirectoryStore
 from indexer.store.records.store import Store
@@ -296,3 +296,67 @@ def test_a_second_snapshot_of_one_dir_waits_for_the_first_or_says_why(tmp_path: 
         released.cancel()
         if not released.is_alive() and not released.finished.is_set():
             os.close(fd)
+
+
+def test_a_directory_snapshot_shares_no_inode_with_the_live_index(tmp_path: Path) -> None:
+    """Writing into a snapshot (same file system) must not change the data dir."""
+    data = tmp_path / "data"
+    build(data, 4)
+    snaps = DirectoryStore(tmp_path / "snaps")
+    created = create_snapshot(data, snaps)
+    live = {p.stat().st_ino for p in (data / "tantivy").iterdir()}
+    copies = [tmp_path / "snaps" / created.name / f.path for f in created.manifest.files]
+    assert not live & {p.stat().st_ino for p in copies}
+    before = snapshot(data)
+    segment = next(p for p in copies if p.name.endswith(".term") and p.stat().st_size)
+    with segment.open("r+b") as f:
+        f.write(b"\0" * 16)
+    assert snapshot(data) == before
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "linked-dir"])
+def test_restore_refuses_links_and_special_files(tmp_path: Path, kind: str) -> None:
+    data = tmp_path / "data"
+    build(data, 2)
+    snaps = DirectoryStore(tmp_path / "snaps")
+    created = create_snapshot(data, snaps)
+    folder = tmp_path / "snaps" / created.name
+    outside = tmp_path / "outside"
+    if kind == "symlink":  # a listed file pointing anywhere (/etc/passwd)
+        secret = tmp_path / "passwd"
+        secret.write_bytes((folder / "tantivy" / "meta.json").read_bytes())  # same bytes
+        (folder / "tantivy" / "meta.json").unlink()
+        (folder / "tantivy" / "meta.json").symlink_to(secret)
+    elif kind == "fifo":
+        (folder / "tantivy" / "meta.json").unlink()
+        os.mkfifo(folder / "tantivy" / "meta.json")
+    else:  # the index folder itself a link to a copy elsewhere
+        (folder / "tantivy").rename(outside)
+        (folder / "tantivy").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(SnapshotCorruptError, match="refused"):
+        restore_snapshot(snaps, tmp_path / "restored")
+    assert not (tmp_path / "restored").exists()
+
+
+def test_a_file_longer_than_listed_stops_at_its_listed_size(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    build(data, 2)
+    snaps = DirectoryStore(tmp_path / "snaps")
+    created = create_snapshot(data, snaps)
+    db = tmp_path / "snaps" / created.name / "store.sqlite3"
+    listed = db.stat().st_size
+    with db.open("ab") as f:  # 64 MiB more than the manifest lists
+        f.truncate(listed + (64 << 20))
+    written: list[int] = []
+    real_write = HashingWriter.write
+
+    def counting(self: HashingWriter, chunk: bytes | memoryview) -> int:
+        n = real_write(self, chunk)
+        written.append(self.size)
+        return n
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(HashingWriter, "write", counting)
+        with pytest.raises(SnapshotCorruptError, match=r"store\.sqlite3 has more than \d+ bytes"):
+            restore_snapshot(snaps, tmp_path / "restored")
+    assert max(written, default=0) <= listed  # never wrote past the listed size

@@ -55,7 +55,7 @@ def test_a_changed_object_fails_the_restore(
     )
     meta = bytes(obstore.get(raw, "tantivy/meta.json").bytes())
     obstore.put(raw, "tantivy/meta.json", meta.replace(b'"opstamp"', b'"opstamp" '))
-    with pytest.raises(SnapshotCorruptError, match=r"tantivy/meta\.json has \d+ bytes"):
+    with pytest.raises(SnapshotCorruptError, match=r"tantivy/meta\.json has more than \d+ bytes"):
         restore_snapshot(location, tmp_path / "restored")
     assert not (tmp_path / "restored").exists()
 

@@ -449,3 +449,64 @@ def test_stats_requires_a_data_directory() -> None:
     result = sessionq("stats")
     assert result.returncode == 2
     assert "--data" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["call", "session_search", "{}", "--caller", "c"],
+        ["delete", "s1", "--data", "/nonexistent"],
+        ["indexer", "--data", "/nonexistent"],
+        ["mcp"],
+        ["publish", "/nonexistent"],
+        ["topics", "create"],
+        ["worker", "--data", "/nonexistent", "--insecure-unauthenticated-callers"],
+    ],
+)
+@pytest.mark.parametrize("bootstrap", ["127.0.0.1:PORT", "localhost", ":9092", "h:1,h2"])
+def test_a_bad_bootstrap_is_one_line_and_exit_2_for_every_command(
+    argv: list[str], bootstrap: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The README placeholder pasted as written (``127.0.0.1:PORT``) is a usage error
+    naming the setting, never a traceback, whether it comes as a flag or a variable."""
+    from worker.cli.main import main
+
+    for extra, env in ((["--bootstrap", bootstrap], None), ([], bootstrap)):
+        if env is None:
+            monkeypatch.delenv("SESSIONQ_BOOTSTRAP", raising=False)
+        else:
+            monkeypatch.setenv("SESSIONQ_BOOTSTRAP", env)
+        with pytest.raises(SystemExit) as exited:
+            main([*argv, *extra])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert "--bootstrap / SESSIONQ_BOOTSTRAP" in err and "Traceback" not in err
+
+
+def test_call_over_kafka_warns_of_a_caller_its_own_key_cannot_vouch_for(tmp_path: Path) -> None:
+    """``keys generate`` leaves the key's entry beside it; ``call --bootstrap`` reads it
+    and says, before sending, why the workers would refuse (the reply cannot say)."""
+    keys = tmp_path / "keys"
+    generated = sessionq(
+        "keys", "generate", "--kid", "laptop", "--out", str(keys), "--workspace", "/home/dev"
+    )
+    assert generated.returncode == 0, generated.stderr
+    assert json.loads((keys / "laptop.entry.json").read_text())["workspaces"] == ["/home/dev"]
+    base = ["call", "session_search", '{"query": "x"}', "--caller", "c",
+            "--bootstrap", "127.0.0.1:1", "--timeout-ms", "1000"]
+    signed = ["--signing-key", str(keys / "laptop.key"), "--key-id", "laptop"]
+    cases = [
+        ([*signed, "--workspace", "/home/other"], "covers /home/dev (its entry beside the key)"),
+        ([*signed], "no --workspace (the caller's cwd) given"),
+        ([*signed, "--workspace", "/home/dev/../x"], "not an absolute path without empty"),
+    ]
+    for extra, warning in cases:
+        done = sessionq(*base, *extra)
+        lines = done.stderr.splitlines()
+        assert lines[0].startswith("sessionq call: warning: ") and warning in lines[0], lines
+        assert "Traceback" not in done.stderr
+    for extra in ([*signed, "--workspace", "/home/dev/app"], []):  # unsigned: no warning
+        done = sessionq(*base, *extra)
+        assert "warning" not in done.stderr, done.stderr

@@ -5,9 +5,11 @@ A JSON file, reloaded when it changes (checked at most once a second)::
     {"keys": [{"kid": "host-a", "public_key": "-----BEGIN PUBLIC KEY-----\\n...",
                "workspaces": ["/home/dev/", "/srv/app"]}]}
 
-``workspaces`` are cwd prefixes on path boundaries (``/srv/app`` covers ``/srv/app`` and
-``/srv/app/x``, not ``/srv/apple``); ``"*"`` covers every workspace, including callers
-without one. A file that cannot be read or parsed keeps the last good keyring (and is
+``workspaces`` are cwd prefixes matched on whole path segments (``/srv/app`` covers
+``/srv/app`` and ``/srv/app/x``, not ``/srv/apple``); each is an absolute path without
+empty, ``.`` or ``..`` segments, and a claimed workspace must be one too
+(``/srv/app/../db`` is covered by no prefix); ``"*"`` covers every workspace, including
+callers without one. A file that cannot be read or parsed keeps the last good keyring (and is
 logged); at start it is an error naming the file and the problem.
 """
 
@@ -39,21 +41,45 @@ class KeyringError(SessionqError):
     code = INVALID_CONFIG
 
 
+def clean_path(path: str) -> bool:
+    """An absolute POSIX path with no empty, ``.`` or ``..`` segment (``/`` itself is)."""
+    return path.startswith("/") and (
+        path == "/" or all(part not in ("", ".", "..") for part in path[1:].split("/"))
+    )
+
+
+def _prefix(text: str, where: str) -> str:
+    """A keyring prefix as matched: ``*``, or a clean absolute path without its trailing
+    ``/`` (``/home/dev/`` is ``/home/dev``)."""
+    if text == ANY_WORKSPACE:
+        return text
+    prefix = text.rstrip("/") or "/"
+    if not clean_path(prefix):
+        raise ValueError(
+            f"{where} {text!r} is not an absolute path without empty, '.' or '..' segments"
+        )
+    return prefix
+
+
 @dataclass(frozen=True, slots=True)
 class HostKey:
     kid: str
     public_key: Ed25519PublicKey
-    workspaces: tuple[str, ...]
+    workspaces: tuple[str, ...]  # "*" or clean absolute paths (``_prefix``)
 
     def covers(self, workspace: str | None) -> bool:
-        """Whether this host may speak for a caller in ``workspace`` (None: no cwd)."""
+        """Whether this host may speak for a caller in ``workspace`` (None: no cwd).
+
+        Matched on whole path segments: ``/home/dev`` covers ``/home/dev`` and
+        ``/home/dev/x``, not ``/home/devx``; a claim that is not a clean absolute path
+        (``/home/dev/../other``, ``/home/dev//x``, ``home/dev``) is covered by nothing
+        but ``*``, since its text and the directory it names may differ."""
+        if ANY_WORKSPACE in self.workspaces:
+            return True
+        if workspace is None or not clean_path(workspace):
+            return False
         for prefix in self.workspaces:
-            if prefix == ANY_WORKSPACE:
-                return True
-            if workspace is None:
-                continue
-            base = prefix.rstrip("/") or "/"
-            if workspace == base or workspace.startswith(base if base == "/" else base + "/"):
+            if prefix == "/" or workspace == prefix or workspace.startswith(prefix + "/"):
                 return True
         return False
 
@@ -78,7 +104,8 @@ def _parse_key(entry: Any, where: str) -> HostKey:
         raise ValueError(f"{where}.public_key is not a PEM public key") from None
     if not isinstance(key, Ed25519PublicKey):
         raise ValueError(f"{where}.public_key is not an Ed25519 public key")
-    return HostKey(kid, key, tuple(workspaces))
+    prefixes = tuple(_prefix(w, f"{where}.workspaces[{i}]") for i, w in enumerate(workspaces))
+    return HostKey(kid, key, prefixes)
 
 
 def parse_keyring(raw: bytes) -> dict[str, HostKey]:
@@ -98,6 +125,21 @@ def parse_keyring(raw: bytes) -> dict[str, HostKey]:
 def keyring_entry(kid: str, public_pem: str, workspaces: Sequence[str]) -> dict[str, Any]:
     """One ``keys`` entry as ``sessionq keys generate`` prints it."""
     return {"kid": kid, "public_key": public_pem, "workspaces": list(workspaces)}
+
+
+def entry_file(private_key: Path) -> Path:
+    """Where ``sessionq keys generate`` puts a key's keyring entry: beside the key."""
+    return private_key.with_name(private_key.stem + ".entry.json")
+
+
+def read_entry(private_key: Path) -> HostKey | None:
+    """The keyring entry beside a private key, or None when there is none or it does
+    not parse (the entry is only advice to the host; the workers' keyring decides)."""
+    try:
+        entry = orjson.loads(entry_file(private_key).read_bytes())
+        return _parse_key(entry, "entry")
+    except (OSError, ValueError):
+        return None
 
 
 class Keyring:

@@ -1,8 +1,11 @@
 """Caller tokens: a JWT (RFC 7519) signed by the host with Ed25519, checked by the worker.
 
 Claims: ``rid`` the request id, ``sub`` the caller session id, ``ws`` the caller's
-workspace (its cwd; ``null`` for a caller without one), ``iat``/``exp`` a short
-lifetime (at most ``MAX_LIFETIME_S``). The header names the host key (``kid``); only
+workspace (its cwd; ``null`` for a caller without one), ``req`` the digest of the whole
+envelope the token travels in (``worker.authn.binding``: tool, arguments, ``reply_to``,
+``timeout_ms``, caller fields), ``iat``/``exp`` a short lifetime (at most
+``MAX_LIFETIME_S``). So a captured token answers nothing but the identical request, to
+the identical reply topic, until it expires. The header names the host key (``kid``); only
 ``EdDSA`` is accepted, so no ``alg`` confusion (``none``, HMAC with a public key) can
 pass. Every rejection is the same closed error (``SESSION_QUERY_CALLER_UNAUTHENTICATED``,
 one fixed message naming no session); the reason goes to the log, the token never.
@@ -26,7 +29,9 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
-from worker.authn.keyring import Keyring, KeyringError
+from worker.authn.binding import CLAIM as BINDING_CLAIM
+from worker.authn.binding import Binding, envelope_digest
+from worker.authn.keyring import HostKey, Keyring, KeyringError, read_entry
 from worker.contract.errors import HarnessError, caller_unauthenticated
 
 log = logging.getLogger("sessionq.authn")
@@ -56,34 +61,59 @@ def generate_key_pair() -> tuple[str, str]:
 class CallerSigner:
     """The host side: signs one token per request (``worker.kafka.client`` uses it)."""
 
-    def __init__(self, kid: str, private_key: Ed25519PrivateKey, *, ttl_s: int = DEFAULT_TTL_S):
+    def __init__(
+        self,
+        kid: str,
+        private_key: Ed25519PrivateKey,
+        *,
+        ttl_s: int = DEFAULT_TTL_S,
+        entry: HostKey | None = None,
+    ):
+        """``entry``: the key's own keyring entry when known (advice for the host's
+        user, ``worker.kafka.preflight``; the workers' keyring decides)."""
         if not 1 <= ttl_s <= MAX_LIFETIME_S:
             raise ValueError(f"token lifetime must be 1..{MAX_LIFETIME_S} s, got {ttl_s}")
         self.kid = kid
         self._key = private_key
         self.ttl_s = ttl_s
+        self.entry = entry
 
     @classmethod
     def from_file(cls, kid: str, path: Path, *, ttl_s: int = DEFAULT_TTL_S) -> CallerSigner:
-        """A signer from a private key PEM file (``sessionq keys generate`` writes one)."""
+        """A signer from a private key PEM file (``sessionq keys generate`` writes one,
+        and its keyring entry beside it, read here when present)."""
         try:
             key = load_pem_private_key(path.read_bytes(), password=None)
         except (OSError, ValueError) as exc:
             raise KeyringError(f"signing key {path}: {exc}") from exc
         if not isinstance(key, Ed25519PrivateKey):
             raise KeyringError(f"signing key {path}: not an Ed25519 private key")
-        return cls(kid, key, ttl_s=ttl_s)
+        return cls(kid, key, ttl_s=ttl_s, entry=read_entry(path))
 
-    def token(self, request_id: str, session_id: str, workspace: str | None) -> str:
+    def token(self, request_id: str, session_id: str, workspace: str | None, binding: str) -> str:
+        """A token for one envelope: ``binding`` is its ``req`` claim (``envelope_digest``)."""
         now = int(time.time())
         claims: dict[str, Any] = {
             "rid": request_id,
             "sub": session_id,
             "ws": workspace,
+            BINDING_CLAIM: binding,
             "iat": now,
             "exp": now + self.ttl_s,
         }
         return jwt.encode(claims, self._key, algorithm=ALGORITHM, headers={"kid": self.kid})
+
+    def sign(self, envelope: dict[str, Any], workspace: str | None) -> str:
+        """The token for a request or cancel envelope (a dict of JSON values, without
+        ``caller.token``) whose ``caller.session_id`` lives in ``workspace``. Raises
+        ``ValueError`` for an envelope no token can bind (``envelope_digest``)."""
+        binding = envelope_digest(envelope)
+        if binding is None:
+            raise ValueError(
+                "the request cannot be signed: JSON numbers must be finite and integers"
+                " within ±(2^53 - 1)"
+            )
+        return self.token(envelope["id"], envelope["caller"]["session_id"], workspace, binding)
 
 
 class CallerAuthenticator:
@@ -97,7 +127,11 @@ class CallerAuthenticator:
         log.info("caller not authenticated: %s", reason)
         return caller_unauthenticated()
 
-    def verify(self, token: object, request_id: str, session_id: str | None) -> Principal:
+    def verify(
+        self, token: object, request_id: str, session_id: str | None, binding: Binding | None
+    ) -> Principal:
+        """The principal of a token for this request id, caller and envelope
+        (``binding``; None: an envelope without one, which no token vouches for)."""
         if not isinstance(token, str) or not token:
             raise self._reject("no token")
         if session_id is None:
@@ -118,7 +152,7 @@ class CallerAuthenticator:
                 key.public_key,
                 algorithms=[ALGORITHM],
                 leeway=LEEWAY_S,
-                options={"require": ["exp", "iat", "rid", "sub"]},
+                options={"require": ["exp", "iat", "rid", "sub", BINDING_CLAIM]},
             )
         except jwt.PyJWTError as exc:
             raise self._reject(f"token rejected: {type(exc).__name__}") from None
@@ -134,4 +168,8 @@ class CallerAuthenticator:
             raise self._reject("token workspace is not a string")
         if not key.covers(workspace):
             raise self._reject(f"host key {kid!r} may not speak for that workspace")
+        # last: the digest of a large envelope is the one costly check
+        digest = binding.digest if binding is not None else None
+        if digest is None or claims.get(BINDING_CLAIM) != digest:
+            raise self._reject("token is for another request body (tool, arguments, reply_to)")
         return Principal(kid, session_id, workspace)

@@ -1,4 +1,8 @@
-"""``sessionq keys generate``: a host's Ed25519 key pair and its keyring entry."""
+"""``sessionq keys generate``: a host's Ed25519 key pair and its keyring entry.
+
+``DIR/KID.key`` (private, 0600), ``DIR/KID.pub`` and ``DIR/KID.entry.json`` (the
+keyring entry, public): the host client reads the entry beside its key to tell its user
+when a workspace is not one the key may speak for (``worker.kafka.preflight``)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from worker.authn.keyring import keyring_entry, parse_keyring
+from worker.authn.keyring import entry_file, keyring_entry, parse_keyring
 from worker.authn.tokens import generate_key_pair
 from worker.cli.options import EXIT_OK, fail
 
@@ -26,12 +30,18 @@ def cmd_keys_generate(args: argparse.Namespace) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     private_path, public_path = out / f"{args.kid}.key", out / f"{args.kid}.pub"
-    if private_path.exists() or public_path.exists():
-        fail(args.command, f"{private_path} or {public_path} exists already; not overwritten")
+    entry_path = entry_file(private_path)
+    if private_path.exists() or public_path.exists() or entry_path.exists():
+        fail(args.command, f"{private_path}, .pub or .entry.json exists already; not overwritten")
     private, public = generate_key_pair()
+    entry = keyring_entry(args.kid, public, args.workspace)
+    try:
+        parse_keyring(orjson.dumps({"keys": [entry]}))
+    except ValueError as exc:
+        fail(args.command, f"--workspace: {exc}".replace("keys[0].workspaces", "workspace"))
     _write_private(private_path, private)
     public_path.write_text(public)
-    entry = keyring_entry(args.kid, public, args.workspace)
+    entry_path.write_bytes(orjson.dumps(entry, option=orjson.OPT_INDENT_2) + b"\n")
     if args.keyring is not None:
         keyring: Path = args.keyring
         try:
@@ -47,6 +57,7 @@ def cmd_keys_generate(args: argparse.Namespace) -> int:
         print(f"added {args.kid!r} to {keyring}", file=sys.stderr)
     print(f"private key: {private_path} (keep it on the host; mode 0600)", file=sys.stderr)
     print(f"public key:  {public_path}", file=sys.stderr)
+    print(f"its entry:   {entry_path}", file=sys.stderr)
     sys.stdout.write(orjson.dumps(entry, option=orjson.OPT_INDENT_2).decode() + "\n")
     return EXIT_OK
 

@@ -243,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     setting(p, "--listen", help="HTTP HOST:PORT")
     setting(p, "--watch", choices=["auto", "poll"], help="file notifications (auto) or polling")
     setting(p, "--token-file", type=Path, help="file holding the HTTP API's bearer token")
+    setting(
+        p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)"
+    )
     _retention(p)
     _tool_limits(p)
     _logs(p)

@@ -39,6 +39,9 @@ def add_mcp_command(
     setting(p, "--listen", help="HTTP HOST:PORT (--transport http)")
     setting(p, "--token-file", type=Path, help="file holding the HTTP bearer token")
     setting(p, "--watch", choices=["auto", "poll"], help="file notifications (auto) or polling")
+    setting(
+        p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)"
+    )
     setting(p, "--caller", help="the caller session id (else discovered by working directory)")
     setting(p, "--workspace", help="the caller's cwd, vouched for in its token (Kafka)")
     setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
@@ -112,7 +115,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     elif settings.data is not None:
         door.data_dir("mcp", settings.data)
-    configure_logging(settings.log_format, settings.log_level)
+    kafka = settings.kafka
+    configure_logging(
+        settings.log_format, settings.log_level, kafka.bootstrap if kafka is not None else None
+    )
     backend = _backend(settings, roots)
     binder = CallerBinder(settings.caller, workspace=settings.workspace)
     server = build_server(backend, binder)
@@ -124,10 +130,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
         else:
+            from worker.http.origin import allowed_names
             from worker.mcp.http import http_app, serve_http
 
             host, _, token = address
-            await serve_http(http_app(server, host, token), host, sock)
+            names = allowed_names(host, settings.allowed_hosts)
+            await serve_http(http_app(server, names, token), host, sock)
 
     async def main(stopping: asyncio.Event) -> None:
         await backend.start()

@@ -21,7 +21,10 @@ from worker.http.ops import Readiness, ops_routes, start_server
 
 
 def setup_logging(settings: ServiceSettings) -> None:
-    configure_logging(settings.log_format, settings.log_level)
+    kafka = getattr(settings, "kafka", None)
+    configure_logging(
+        settings.log_format, settings.log_level, kafka.bootstrap if kafka is not None else None
+    )
 
 
 async def serve_ops(

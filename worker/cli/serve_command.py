@@ -63,6 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     async def main(stopping: asyncio.Event) -> None:
         from worker.http.api import HttpApi
         from worker.http.ops import serve_on
+        from worker.http.origin import allowed_names
         from worker.local_service import LocalService
 
         local = LocalService(
@@ -74,7 +75,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             retention_check_s=settings.retention_check_ms / 1000,
             force_polling=settings.watch == "poll",
         )
-        runner = await serve_on(HttpApi(local, token=token).app(), sock)
+        names = allowed_names(host, settings.allowed_hosts)
+        runner = await serve_on(HttpApi(local, token=token).app(names), sock)
         shown = f"[{host}]" if ":" in host else host
         base = f"http://{shown}:{sock.getsockname()[1]}"
         print(f"sessionq serving on {base} (indexing...)", file=sys.stderr, flush=True)

@@ -159,7 +159,9 @@ async def _call_over_kafka(
     settings: CallSettings, args: argparse.Namespace, arguments: object, request_id: str
 ) -> Reply:
     from worker.authn.tokens import CallerSigner
+    from worker.contract.errors import CALLER_UNAUTHENTICATED
     from worker.kafka.client import call_once
+    from worker.kafka.preflight import caller_warnings, refusal_hint
 
     assert settings.kafka is not None
     signer = None
@@ -167,8 +169,10 @@ async def _call_over_kafka(
         if settings.key_id is None:
             fail(args.command, "--signing-key needs --key-id (SESSIONQ_KEY_ID)")
         signer = CallerSigner.from_file(settings.key_id, settings.signing_key)
+    for warning in caller_warnings(signer, args.workspace):
+        print(f"sessionq call: warning: {warning}", file=sys.stderr)
     cap = settings.tools.max_timeout_ms
-    return await call_once(
+    reply = await call_once(
         settings.kafka,
         args.tool,
         arguments,
@@ -179,6 +183,10 @@ async def _call_over_kafka(
         signer=signer,
         workspace=args.workspace,
     )
+    if reply.error is not None and reply.error.code == CALLER_UNAUTHENTICATED:
+        hint = refusal_hint(signer, args.workspace)
+        print(f"sessionq call: likely cause: {hint}", file=sys.stderr)
+    return reply
 
 
 def _is_utf8(text: str) -> bool:
@@ -204,6 +212,7 @@ def cmd_call(args: argparse.Namespace) -> int:
         fail(args.command, f"ARGS is not JSON: {exc}")
     settings = settings_from(CallSettings, args)
     request_id = str(uuid.uuid4())
+    _quiet_internal_log(args.verbose)
     if settings.kafka is not None:
         reply = asyncio.run(_call_over_kafka(settings, args, arguments, request_id))
         return _print_reply(args, reply)
@@ -211,7 +220,6 @@ def cmd_call(args: argparse.Namespace) -> int:
         fail(args.command, "give --data DIR or --bootstrap HOST:PORT")
     if not data_exists(args.command, settings.data):
         return EXIT_USAGE
-    _quiet_internal_log(args.verbose)
     service = StoreQueryService(settings.data)
     try:
         pipeline = Pipeline(service, settings.tools)

@@ -29,8 +29,9 @@ class _Envelope(BaseModel):
 
 class CallerRef(BaseModel):
     """The caller, as its host vouches for it (the model never sets this). ``token`` is
-    the host's proof (``worker.authn``): a JWT binding this request id, the session and
-    its workspace; workers with a keyring refuse requests without a valid one."""
+    the host's proof (``worker.authn``): a JWT binding this request id, the session, its
+    workspace and the digest of the whole envelope (claim ``req``); workers with a
+    keyring refuse requests without a valid one."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     session_id: str | None = None

@@ -26,11 +26,13 @@ INVALID_QUERY: Final = "SESSION_QUERY_INVALID_QUERY"
 INVALID_FILTER: Final = "SESSION_QUERY_INVALID_FILTER"
 SESSION_NOT_FOUND: Final = "SESSION_QUERY_SESSION_NOT_FOUND"
 CALLER_UNAUTHENTICATED: Final = "SESSION_QUERY_CALLER_UNAUTHENTICATED"
+BUSY: Final = "SESSION_QUERY_BUSY"
 
 UNAUTHORIZED_MESSAGE: Final = "session target is outside the caller workspace"
 UNAUTHENTICATED_MESSAGE: Final = "the caller of this request is not authenticated"
 TOOL_FAILED_MESSAGE: Final = "session query operation failed"
 CANCELLED_MESSAGE: Final = "tool call was cancelled"
+BUSY_MESSAGE: Final = "too many calls of this host or workspace are pending; try again later"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,21 @@ def caller_unauthenticated() -> HarnessError:
     """The one refusal of a request whose host did not prove it speaks for the caller
     (sessionq addition to the closed set); it never names a session."""
     return HarnessError(UNAUTHENTICATED_MESSAGE, CALLER_UNAUTHENTICATED)
+
+
+class BusyError(HarnessError):
+    """A call beyond its host's or workspace's admission share (sessionq addition to the
+    closed set); ``bound`` ("host" or "workspace") is for metrics, not the message."""
+
+    code = BUSY
+
+    def __init__(self, bound: str) -> None:
+        super().__init__(BUSY_MESSAGE)
+        self.bound = bound
+
+
+def busy(bound: str) -> BusyError:
+    return BusyError(bound)
 
 
 def missing_agent() -> HarnessError:

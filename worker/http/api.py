@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
 from indexer.model.search import CwdFilter
@@ -38,16 +39,19 @@ from worker.http import source_agents as ext
 from worker.http.admin import StoreAdmin
 from worker.http.auth import OPEN_PATHS, bearer, token_matches
 from worker.http.ops import ops_routes
+from worker.http.origin import allowed_names, rebinding_guard
 from worker.local_service import LocalService
 from worker.manifest import manifest
 from worker.pipeline import ToolCall
 from worker.tools.access import (
     Caller,
     ResolvedCaller,
+    authorize_session_ids,
     header_authorized,
     record_authorized,
     resolve_caller,
 )
+from worker.tools.render import shown_parent
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES  # the same bound as a Kafka request record
 MAX_LISTED_SESSIONS = 500
@@ -87,8 +91,13 @@ class HttpApi:
         return notes
 
     # ---- HTTP ---------------------------------------------------------------------------------
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._guard])
+    def app(self, allowed_hosts: frozenset[str] = allowed_names("127.0.0.1")) -> web.Application:
+        """The HTTP API; without a token, only for requests naming ``allowed_hosts``
+        (``worker.http.origin``: the DNS-rebinding rule)."""
+        guards: list[Middleware] = [self._guard]
+        if self._token is None:
+            guards.insert(0, rebinding_guard(allowed_hosts))
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=guards)
         app.add_routes(ops_routes(self.metrics, self.ready, self._readiness_notes))
         app.add_routes(self.admin.routes(token_required=self._token is not None))
         app.add_routes(
@@ -232,6 +241,8 @@ class HttpApi:
         except HarnessError as exc:
             status = 404 if exc.code == SESSION_NOT_FOUND else 500
             return self._bad(status, exc.code, exc.message)
+        parents = [r.header.parent_session for r in records if r.header.parent_session]
+        shown = await authorize_session_ids(self.service, resolved, parents, CancelToken())
         titles = await asyncio.to_thread(
             self.service.read_title_snapshots, [r.header.id for r in records]
         )
@@ -245,7 +256,7 @@ class HttpApi:
                 {
                     "id": r.header.id,
                     "cwd": r.header.cwd,
-                    "parent": r.header.parent_session,
+                    "parent": shown_parent(r.header.parent_session, shown),
                     "created_at": r.header.created_at,
                     "source_agent": r.header.agent,
                     "title": title_of.get(r.header.id),

@@ -20,7 +20,8 @@ from indexer.kafka.group import Producer, ReplyReader
 from indexer.settings import KafkaSettings
 from worker.authn.tokens import CallerSigner
 from worker.contract.envelopes import MAX_REQUEST_BYTES, Reply, decode_reply, error_reply
-from worker.contract.errors import INVALID_ARGS
+from worker.contract.errors import CALLER_UNAUTHENTICATED, INVALID_ARGS
+from worker.kafka.preflight import caller_warnings, refusal_hint
 
 log = logging.getLogger("sessionq.client")
 TIMEOUT_GRACE_S = 2.0
@@ -49,6 +50,7 @@ class SessionqClient:
         self._reader = ReplyReader(kafka, self.reply_topic, client_id=f"{cid}-replies")
         self._pending: dict[str, asyncio.Future[Reply]] = {}
         self._task: asyncio.Task[None] | None = None
+        self._warned: set[str] = set()
 
     async def __aenter__(self) -> SessionqClient:
         await self.start()
@@ -120,8 +122,6 @@ class SessionqClient:
         """
         rid = request_id or str(uuid.uuid4())
         caller: dict[str, Any] = {"session_id": session_id}
-        if self.signer is not None:
-            caller["token"] = self.signer.token(rid, session_id, workspace)
         if routing_key is None and workspace is not None:
             routing_key = workspace
         if step_seq is not None:
@@ -139,7 +139,10 @@ class SessionqClient:
         }
         if timeout_ms is not None:
             request["timeout_ms"] = timeout_ms
-        value = orjson.dumps(request)
+        try:  # the token binds the whole request, so it is signed last
+            value = orjson.dumps(self._signed(request, workspace))
+        except (TypeError, ValueError) as exc:  # not JSON, or nothing a token can bind
+            return error_reply(rid, INVALID_ARGS, f"invalid arguments: {exc}")
         if len(value) > MAX_REQUEST_BYTES:  # the worker and the topic would refuse it
             return error_reply(
                 rid,
@@ -147,13 +150,18 @@ class SessionqClient:
                 f"invalid arguments: the request is {len(value)} bytes;"
                 f" the maximum is {MAX_REQUEST_BYTES}",
             )
+        self._warn(caller_warnings(self.signer, workspace))
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         key = (routing_key or f"session:{session_id}").encode()
         try:
             await self._producer.send(self.requests_topic, value, key=key)
             wait = None if timeout_ms is None else timeout_ms / 1000 + TIMEOUT_GRACE_S
-            return await asyncio.wait_for(asyncio.shield(fut), wait)
+            reply = await asyncio.wait_for(asyncio.shield(fut), wait)
+            if reply.error is not None and reply.error.code == CALLER_UNAUTHENTICATED:
+                hint = refusal_hint(self.signer, workspace)
+                self._warn([f"a caller was refused; likely cause: {hint}"])
+            return reply
         except TimeoutError:
             await self.cancel(
                 rid,
@@ -191,11 +199,24 @@ class SessionqClient:
         for the request's caller: workers that authenticate honour only such cancels."""
         record: dict[str, Any] = {"v": 1, "kind": "cancel", "id": request_id, "reason": reason}
         if session_id is not None:
-            caller: dict[str, Any] = {"session_id": session_id}
-            if self.signer is not None:
-                caller["token"] = self.signer.token(request_id, session_id, workspace)
-            record["caller"] = caller
+            record["caller"] = {"session_id": session_id}
+            record = self._signed(record, workspace)
         await self._producer.send(self.requests_topic, orjson.dumps(record), key=routing_key)
+
+    def _warn(self, warnings: list[str]) -> None:
+        """Each distinct warning once per client (``worker.kafka.preflight``)."""
+        for warning in warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                log.warning("%s", warning)
+
+    def _signed(self, envelope: dict[str, Any], workspace: str | None) -> dict[str, Any]:
+        """The envelope with its caller token (a signing client), bound to every other
+        member: nothing may change after this."""
+        if self.signer is None:
+            return envelope
+        token = self.signer.sign(envelope, workspace)
+        return {**envelope, "caller": {**envelope["caller"], "token": token}}
 
 
 async def call_once(

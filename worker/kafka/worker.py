@@ -7,25 +7,33 @@ pipeline (``worker.pipeline``: deadline -> wait -> arguments -> caller -> author
 committed only after its reply (or dead letter) is acknowledged: delivery is at-least-
 once, so a host may see a reply twice after a rebalance and drops duplicates by id.
 
-Replies go only to allowed topics (``reply_topic_refusal``): a request whose ``reply_to``
-is refused is dead-lettered (``SESSIONQ_REPLY_TOPIC_REFUSED``) before any work is done.
+Per polled batch: every record is decoded; the batch's unknown reply topics are asked
+about in one metadata request (``worker.kafka.reply_topics``); then each record gets its
+one reply-topic decision, taken once: a request whose ``reply_to`` is refused by the
+allow-list (``SESSIONQ_REPLY_TOPIC_REFUSED``) or does not exist
+(``SESSIONQ_REPLY_TOPIC_MISSING``) is dead-lettered before any work, and nothing is ever
+produced to it. A record byte-identical to one in flight (a replay, or a re-delivery
+while the first copy still runs) joins it: its offset is finished with the first copy's
+answer, and it costs neither an admission slot nor a second reply.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
-import re
 import time
-from fnmatch import fnmatchcase
+from collections.abc import Awaitable
+from typing import TypeVar
 
-from indexer.errors import REPLY_FAILED, REPLY_TOPIC_REFUSED, UndeliverableError
+from indexer.errors import REPLY_FAILED, TopicMissingError, UndeliverableError
 from indexer.kafka.client import InRecord
 from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
 from indexer.kafka.group import GroupSource, Producer
 from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
+from worker.authn.binding import Binding
 from worker.authn.keyring import Keyring
 from worker.authn.tokens import CallerAuthenticator
 from worker.contract.envelopes import (
@@ -41,38 +49,21 @@ from worker.contract.envelopes import (
 )
 from worker.contract.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
 from worker.kafka.offsets import OffsetTracker
+from worker.kafka.reply_topics import Refusal, ReplyTopics
 from worker.pipeline import Pipeline, ToolCall
 from worker.settings import WorkerSettings
-from worker.slots import Slots
+from worker.slots import Shares, Slots
 
 log = logging.getLogger("sessionq.worker")
 LAG_REFRESH_S = 5.0  # consumer-lag gauge refresh period
 MAX_REPLY_BYTES = 7 * 1024 * 1024  # under the replies topic's 8 MiB max.message.bytes
 RESOLVE_ATTEMPTS = 3  # dead-letter attempts before an offset is finished unresolved
 RESOLVE_BACKOFF_S = 0.5  # times the attempt number, between dead-letter attempts
-_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # what Kafka accepts as a topic name
-
-
-def reply_topic_refusal(topic: str, settings: WorkerSettings) -> str | None:
-    """Why no reply may be produced to ``topic`` (None: it may).
-
-    Allowed: the configured replies topic and any topic matching one of
-    ``settings.reply_topics`` (``fnmatch`` patterns, case-sensitive). Refused whatever
-    the patterns say: names Kafka would not accept, internal topics (``__`` prefix, e.g.
-    ``__consumer_offsets``) and sessionq's own events, requests and dead-letter topics.
-    """
-    kafka = settings.kafka
-    shown = topic if len(topic) <= 256 else f"{topic[:256]}..."
-    refused = f"reply_to {shown!r} refused"
-    if not _TOPIC_NAME.fullmatch(topic):
-        return f"{refused}: not a valid topic name"
-    if topic.startswith("__"):
-        return f"{refused}: an internal topic"
-    if topic in (kafka.events_topic, kafka.requests_topic, kafka.dlq_topic):
-        return f"{refused}: a sessionq topic that takes no replies"
-    if topic == kafka.replies_topic or any(fnmatchcase(topic, p) for p in settings.reply_topics):
-        return None
-    return f"{refused}: it matches no allowed reply topic (reply_topics)"
+STEP_TIMEOUT_S = 5.0  # one poll, commit or lag refresh of the loop, at most
+DRAIN_S = 2.0  # at shutdown, in-flight calls get this long; then their offsets stay open
+CLOSE_STEP_S = 0.9  # then the commit, the consumer and the producer get this long each
+T = TypeVar("T")
+Decoded = ToolRequest | InvalidRequestError | EnvelopeError
 
 
 def _authenticator(settings: WorkerSettings) -> CallerAuthenticator | None:
@@ -114,8 +105,11 @@ class Worker:
             wait_for_caller=True,
             authenticator=_authenticator(settings),
             slots=Slots(settings.max_in_flight, settings.max_in_flight_per_workspace),
+            shares=Shares(settings.max_admitted_per_host, settings.max_admitted_per_workspace),
         )
         self.offsets = OffsetTracker()
+        self.reply_topics = ReplyTopics(settings, self.producer, self.metrics)
+        self._joined: dict[bytes, list[tuple[int, int]]] = {}  # in flight -> its replays
         self._tasks: set[asyncio.Task[None]] = set()
         # requests admitted (running or parked waiting for their caller / a slot)
         self._admitted = asyncio.Semaphore(settings.max_admitted)
@@ -152,45 +146,98 @@ class Worker:
         self._stopping.set()
 
     async def close(self) -> None:
+        """Within ~5 s even with the broker gone: in-flight calls get ``DRAIN_S`` (the
+        rest are cancelled, their offsets uncommitted: another member answers them),
+        then the commit, the consumer and the producer ``CLOSE_STEP_S`` each."""
         if self._tasks:
+            await asyncio.wait(self._tasks, timeout=DRAIN_S)
+            for task in self._tasks:
+                task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        with contextlib.suppress(Exception):
-            await self._commit()
-        await self.source.stop()
-        await self.producer.stop()
+        for step in (self._commit, self.source.stop, self.producer.stop):
+            try:
+                await asyncio.wait_for(step(), CLOSE_STEP_S)
+            except asyncio.CancelledError:  # aiokafka re-raises its own tasks' cancellation
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+            except Exception as exc:
+                log.debug("closing: %s", _describe(exc))
 
     async def run(self, *, timeout: float | None = None) -> None:
-        """Serve until stopped (or ``timeout`` seconds, for tests)."""
+        """Serve until stopped (or ``timeout`` seconds, for tests). Every step of the
+        loop is bounded and ends when a stop is asked for (``_step``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         last_commit = time.monotonic()
         last_lag = time.monotonic()
         while not self._stopping.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 break
-            for record in await self.source.poll(timeout_ms=100, max_records=100):
-                self.offsets.started(record.partition, record.offset)
-                decoded = self._decode(record)
-                if isinstance(decoded, CancelRequest):
-                    # cancels never wait for a slot: they must reach the calls holding them
-                    ref = decoded.caller
-                    self.pipeline.cancel(
-                        decoded.id,
-                        decoded.reason,
-                        session_id=ref.session_id if ref is not None else None,
-                        token=ref.token if ref is not None else None,
-                    )
-                    self.offsets.finished(record.partition, record.offset)
-                    continue
-                await self._admitted.acquire()
-                task = asyncio.create_task(self._guarded(record, decoded))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+            records = await self._step(self.source.poll(timeout_ms=100, max_records=100))
+            await self._take(records or [])
             if time.monotonic() - last_commit >= 0.2:
-                await self._commit()
+                await self._step(self._commit())
                 last_commit = time.monotonic()
             if time.monotonic() - last_lag >= LAG_REFRESH_S:
-                await self._refresh_lag()
+                await self._step(self._refresh_lag())
                 last_lag = time.monotonic()
+
+    async def _step(self, step: Awaitable[T]) -> T | None:
+        """``step``'s result, or None once it took ``STEP_TIMEOUT_S`` or a stop was asked
+        for first (then it is cancelled): with the broker gone aiokafka's commit waits
+        for a coordinator forever, and the loop must still notice SIGTERM."""
+        task = asyncio.ensure_future(step)
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait(
+                {task, stop}, timeout=STEP_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stop.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return None
+
+    async def _take(self, records: list[InRecord]) -> None:
+        """One polled batch: decode, probe its unknown reply topics once, then give
+        every record its one outcome (module docstring)."""
+        batch = []
+        for record in records:
+            self.offsets.started(record.partition, record.offset)
+            batch.append((record, self._decode(record)))
+        await self.reply_topics.probe(
+            d.reply_to for _, d in batch if isinstance(d, (ToolRequest, InvalidRequestError))
+        )
+        for record, decoded in batch:
+            if isinstance(decoded, CancelRequest):
+                # cancels never wait for a slot: they must reach the calls holding them
+                ref = decoded.caller
+                self.pipeline.cancel(
+                    decoded.id,
+                    decoded.reason,
+                    session_id=ref.session_id if ref is not None else None,
+                    token=ref.token if ref is not None else None,
+                    binding=Binding(decoded),
+                )
+                self.offsets.finished(record.partition, record.offset)
+                continue
+            refusal = (
+                self.reply_topics.refusal(decoded.reply_to)
+                if isinstance(decoded, (ToolRequest, InvalidRequestError))
+                else None
+            )
+            same = hashlib.sha256(record.value or b"").digest()
+            if refusal is None and isinstance(decoded, ToolRequest) and same in self._joined:
+                self._joined[same].append((record.partition, record.offset))
+                continue
+            await self._admitted.acquire()
+            self._joined.setdefault(same, [])
+            task = asyncio.create_task(self._guarded(record, decoded, refusal, same))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _refresh_lag(self) -> None:
         try:
@@ -218,15 +265,16 @@ class Worker:
             return exc
 
     async def _guarded(
-        self, record: InRecord, decoded: ToolRequest | InvalidRequestError | EnvelopeError
+        self, record: InRecord, decoded: Decoded, refusal: Refusal | None, same: bytes
     ) -> None:
         """Every request offset is resolved, whatever the producer raises: a reply; else
         a small error reply (the answer itself failed); else a dead letter. A dead letter
         the broker will not take either is retried ``RESOLVE_ATTEMPTS`` times; then the
         offset is finished anyway, logged and counted (``sessionq_requests_unresolved``):
-        one unanswerable record must not pin its partition's committed offset forever."""
+        one unanswerable record must not pin its partition's committed offset forever.
+        The replays that joined it are finished with it."""
         try:
-            await self._resolve(record, decoded)
+            await self._resolve(record, decoded, refusal)
         except Exception:  # a bug in resolving itself: still never pin the partition
             log.exception(
                 "request %s[%d]@%d is unresolved", record.topic, record.partition, record.offset
@@ -235,23 +283,22 @@ class Worker:
         finally:
             self._admitted.release()
         self.offsets.finished(record.partition, record.offset)
+        for partition, offset in self._joined.pop(same, ()):
+            self.offsets.finished(partition, offset)
 
-    async def _resolve(
-        self, record: InRecord, decoded: ToolRequest | InvalidRequestError | EnvelopeError
-    ) -> None:
+    async def _resolve(self, record: InRecord, decoded: Decoded, refusal: Refusal | None) -> None:
         where = f"{record.topic}[{record.partition}]@{record.offset}"
         try:
-            await self.handle(record, decoded)
+            await self.handle(record, decoded, refusal)
             return
         except UndeliverableError as exc:
             reason, code = f"reply undeliverable: {exc}", exc.code
+            if isinstance(exc, TopicMissingError) and exc.topic != self.kafka.dlq_topic:
+                self.reply_topics.doubt(exc.topic)
         except Exception as exc:
             log.exception("request %s was not answered", where)
             reason, code = f"reply failed: {_describe(exc)}", REPLY_FAILED
-            if (
-                isinstance(decoded, (InvalidRequestError, ToolRequest))
-                and reply_topic_refusal(decoded.reply_to, self.settings) is None
-            ):
+            if isinstance(decoded, (InvalidRequestError, ToolRequest)) and refusal is None:
                 rid = decoded.request_id if isinstance(decoded, InvalidRequestError) else decoded.id
                 try:  # the answer failed, not necessarily its topic: a small error reply
                     await self._reply(
@@ -281,16 +328,12 @@ class Worker:
             reason,
         )
 
-    async def handle(
-        self, record: InRecord, decoded: ToolRequest | InvalidRequestError | EnvelopeError
-    ) -> None:
-        """One decoded record to its one outcome (cancels never get here: ``run``
-        applies them at once)."""
-        if isinstance(decoded, (InvalidRequestError, ToolRequest)):
-            refusal = reply_topic_refusal(decoded.reply_to, self.settings)
-            if refusal is not None:  # checked before any work: nothing goes to that topic
-                await self._dead_letter(record, refusal, REPLY_TOPIC_REFUSED)
-                return
+    async def handle(self, record: InRecord, decoded: Decoded, refusal: Refusal | None) -> None:
+        """One decoded record to its one outcome (cancels never get here: ``_take``
+        applies them at once); ``refusal`` is its reply-topic decision."""
+        if refusal is not None:  # decided before any work: nothing goes to that topic
+            await self._dead_letter(record, refusal.reason, refusal.code)
+            return
         if isinstance(decoded, InvalidRequestError):
             reply = error_reply(decoded.request_id, decoded.code, decoded.reason)
             await self._reply(decoded.reply_to, reply)

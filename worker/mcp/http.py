@@ -1,9 +1,10 @@
 """Streamable HTTP for ``sessionq mcp --transport http``: the SDK's app behind the
-network rule of ``sessionq serve`` (``worker.http.auth``): loopback by default; beyond
-loopback only with a bearer token (``--token-file``), which every request must then
-present (``Authorization: Bearer``); a missing or wrong token is a JSON 401 (before the
-body is read). A body over ``MAX_REQUEST_BYTES`` (1 MiB, as ``serve`` and a Kafka request
-record) is a JSON 413 without being buffered whole.
+network rules of ``sessionq serve`` (``worker.http.auth``, ``worker.http.origin``):
+loopback by default, where a request must name an allowed host (DNS-rebinding rule:
+421/403); beyond loopback only with a bearer token (``--token-file``), which every
+request must then present (``Authorization: Bearer``); a missing or wrong token is a
+JSON 401 (before the body is read). A body over ``MAX_REQUEST_BYTES`` (1 MiB, as
+``serve`` and a Kafka request record) is a JSON 413 without being buffered whole.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker.contract.envelopes import MAX_REQUEST_BYTES
 from worker.http.auth import bearer, is_loopback, token_matches
+from worker.http.origin import refusal
 
 MCP_PATH = "/mcp"
 
@@ -37,15 +39,24 @@ class BearerGuard:
     """ASGI middleware: with a token, every HTTP request must carry it; every body is
     bounded (module docstring)."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, names: frozenset[str]) -> None:
         self.app = app
         self.token = token
+        self.names = names
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        refused = (
+            refusal(headers.get("host"), headers.get("origin"), self.names)
+            if self.token is None
+            else None
+        )
+        if refused is not None:
+            await _json_error(send, refused[0], "FORBIDDEN_HOST", refused[1])
+            return
         if self.token is not None and not token_matches(
             bearer(headers.get("authorization")), self.token
         ):
@@ -102,11 +113,16 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
-    """The SDK's Streamable HTTP app (DNS-rebinding protection on loopback) behind
-    ``BearerGuard``."""
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    return BearerGuard(app, token)
+def http_app(server: Server[Any], names: frozenset[str], token: str | None) -> ASGIApp:
+    """The SDK's Streamable HTTP app behind ``BearerGuard``, which applies the one
+    DNS-rebinding rule (``worker.http.origin``, with ``names``) in place of the SDK's."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return BearerGuard(app, token, names)
 
 
 async def serve_http(app: ASGIApp, host: str, sock: socket.socket) -> None:

@@ -78,6 +78,14 @@ def walk_descendants(
             pending.extend((child, depth + 1) for child in reversed(node.children))
 
 
+def shown_parent(parent: str | None, authorized_parents: set[str]) -> str | None:
+    """A session's parent as its caller may see it: None for a root session, the id when
+    the caller may name it (``access.authorize_session_ids``), else ``OUTSIDE_PARENT``."""
+    if parent is None:
+        return None
+    return parent if parent in authorized_parents else OUTSIDE_PARENT
+
+
 # ---- session_search (§10.1) --------------------------------------------------------------------
 def session_search(
     hits: Sequence[SessionHit],
@@ -90,10 +98,7 @@ def session_search(
     lines = [f"Session search results ({len(hits)}):"]
     for index, hit in enumerate(hits, start=1):
         header, best = hit.record.header, hit.best
-        parent = header.parent_session
-        parent_text = (
-            "root" if parent is None else parent if parent in authorized_parents else OUTSIDE_PARENT
-        )
+        parent_text = shown_parent(header.parent_session, authorized_parents) or "root"
         lines += [
             "",
             f"{index}. Session {header.id} — {title_text(titles[header.id])}",
