@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from indexer.failpoints import FailPoints
+from indexer.redact import Redaction, RedactMode
 
 ENV_PREFIX = "SESSIONQ_"
 EVENTS_TOPIC = "sessionq.events"
@@ -33,6 +34,17 @@ REPLIES_TOPIC = "sessionq.replies"
 # (indexer.logs.importers.detect; "auto" is None there).
 SourceFormat = Literal["auto", "dsh", "claude-code", "codex"]
 FORMAT_DESCRIPTION = "log format of the paths: auto (recognised), dsh, claude-code, codex"
+
+
+REDACT_DESCRIPTION = (
+    "secrets in session logs: on (never indexed or shown), store (also never stored),"
+    " off (upstream-exact output)"
+)
+
+
+def redact_secrets_field() -> Any:
+    """``--redact-secrets`` of every role that writes a data dir (docs/security.md)."""
+    return Field(default="on", description=REDACT_DESCRIPTION)
 
 
 def env_name(field: str) -> str:
@@ -152,6 +164,11 @@ class StoreWriterSettings(RoleSettings):
     failpoint: str | None = Field(
         default=None, description="test aid: kill the process at <point>:<n> (crash tests)"
     )
+    redact_secrets: RedactMode = redact_secrets_field()
+
+    @property
+    def redaction(self) -> Redaction:
+        return Redaction(self.redact_secrets)
 
     @field_validator("failpoint")
     @classmethod

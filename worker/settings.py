@@ -7,12 +7,14 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from indexer.redact import Redaction, RedactMode
 from indexer.settings import (
     FORMAT_DESCRIPTION,
     KafkaSettings,
     RoleSettings,
     ServiceSettings,
     SourceFormat,
+    redact_secrets_field,
 )
 from worker.limits import ToolLimits
 
@@ -93,6 +95,11 @@ class ServeSettings(ServiceSettings):
     retention_check_ms: int = Field(
         default=60_000, ge=1, description="how often --retain-days looks for expired sessions"
     )
+    redact_secrets: RedactMode = redact_secrets_field()
+
+    @property
+    def redaction(self) -> Redaction:
+        return Redaction(self.redact_secrets)
 
 
 class CallSettings(RoleSettings):
@@ -208,6 +215,11 @@ class McpSettings(ServiceSettings):
     key_id: str | None = Field(
         default=None, min_length=1, description="the signing key's id in the workers' keyring"
     )
+    redact_secrets: RedactMode = redact_secrets_field()  # with --sessions: it writes the dir
+
+    @property
+    def redaction(self) -> Redaction:
+        return Redaction(self.redact_secrets)
 
     @model_validator(mode="after")
     def _one_backend(self) -> McpSettings:

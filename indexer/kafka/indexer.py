@@ -78,7 +78,12 @@ class Indexer:
         self.kafka = kafka
         self.metrics = metrics if metrics is not None else Metrics("indexer")
         self.counters = IndexerCounters()
-        self.store = Store(settings.data, on_purge=self._purged, failpoints=settings.failpoints)
+        self.store = Store(
+            settings.data,
+            on_purge=self._purged,
+            failpoints=settings.failpoints,
+            redaction=settings.redaction,
+        )
         self.source = EventsSource(kafka, kafka.events_topic)
         self.dlq = Producer(kafka, client_id="sessionq-indexer-dlq", max_request_size=DLQ_MAX_BYTES)
         # --retain-days: expired sessions leave as delete records on the events topic.

@@ -14,12 +14,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import KafkaAccessError, UndeliverableError
+from indexer.errors import KafkaAccessError, RedactionModeError, UndeliverableError
 from worker.cli.delete_command import add_delete_command
 from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
 from worker.cli.keys_command import add_keys_command
 from worker.cli.mcp_command import add_mcp_command
-from worker.cli.options import EXIT_FAILED, nonneg_int, positive_int, setting
+from worker.cli.options import (
+    EXIT_FAILED,
+    fail,
+    nonneg_int,
+    positive_int,
+    redact_flag,
+    setting,
+)
 from worker.cli.serve_command import cmd_serve
 from worker.cli.snapshot_command import add_indexer_snapshot_flags, add_snapshot_command
 from worker.cli.store_commands import (
@@ -103,6 +110,7 @@ def _store_commands(sub: argparse._SubParsersAction[Any]) -> None:
         type=nonneg_int,
         help="worker processes that read and plan the logs (0: one per CPU core; 1: none)",
     )
+    redact_flag(p)
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("stats", help="what a data directory holds")
@@ -165,6 +173,7 @@ def _kafka_commands(sub: argparse._SubParsersAction[Any]) -> None:
     _data(p)
     add_indexer_snapshot_flags(p)
     _retention(p)
+    redact_flag(p)
     _ops(p)
     p.set_defaults(handler=cmd_indexer)
 
@@ -240,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     setting(p, "--poll-ms", type=positive_int, help="how often the logs are re-scanned")
     setting(p, "--token-file", type=Path, help="file holding the HTTP API's bearer token")
     _retention(p)
+    redact_flag(p)
     _tool_limits(p)
     _logs(p)
     p.set_defaults(handler=cmd_serve)
@@ -257,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KafkaAccessError, UndeliverableError) as exc:
         print(f"sessionq {args.command}: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except RedactionModeError as exc:  # --redact-secrets the data dir cannot take
+        fail(args.command, exc.message)
 
 
 if __name__ == "__main__":

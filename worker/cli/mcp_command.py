@@ -17,6 +17,7 @@ from worker.cli.options import (
     data_exists,
     fail,
     positive_int,
+    redact_flag,
     setting,
     settings_from,
 )
@@ -41,6 +42,7 @@ def add_mcp_command(
     setting(p, "--workspace", help="the caller's cwd, vouched for in its token (Kafka)")
     setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
     setting(p, "--key-id", help="the signing key's id in the workers' keyring")
+    redact_flag(p)
     tool_limits(p)
     logs(p)
     p.set_defaults(handler=cmd_mcp)
@@ -82,7 +84,11 @@ def _backend(settings: McpSettings) -> Any:
         return KafkaBackend(settings.kafka, settings.tools, signer=signer, data=settings.data)
     assert settings.data is not None
     return EmbeddedBackend(
-        settings.data, list(settings.sessions or []), settings.tools, poll_ms=settings.poll_ms
+        settings.data,
+        list(settings.sessions or []),
+        settings.tools,
+        poll_ms=settings.poll_ms,
+        redaction=settings.redaction,
     )
 
 

@@ -53,6 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             retain_days=settings.retain_days,
             retention_check_s=settings.retention_check_ms / 1000,
             log_format=None if settings.format == "auto" else settings.format,
+            redaction=settings.redaction,
         )
         runner, port = await start_server(embedded.app(), settings.listen)
         host = settings.listen.rpartition(":")[0].strip("[]")

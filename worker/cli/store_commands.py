@@ -41,7 +41,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     files = discover_sources([p for p in paths if p.exists()], forced)
     if not files and missing:
         return EXIT_FAILED
-    store = Store(settings.data, failpoints=settings.failpoints)
+    store = Store(settings.data, failpoints=settings.failpoints, redaction=settings.redaction)
     bar = None
     if sys.stderr.isatty() and files:
         from tqdm import tqdm

@@ -52,6 +52,7 @@ from indexer.model.records import DeleteRecord, HeaderRecord, record_session_id
 from indexer.model.search import CwdFilter
 from indexer.query.service import StoreQueryService
 from indexer.query.types import SessionRecord
+from indexer.redact import DEFAULT, Redaction
 from indexer.stats import store_stats
 from indexer.store.failure import describe
 from indexer.store.maintenance.purge import PurgeReport
@@ -124,11 +125,12 @@ class Embedded:
         retain_days: int | None = None,
         retention_check_s: float = 60.0,
         log_format: LogFormat | None = None,
+        redaction: Redaction = DEFAULT,
     ) -> None:
         self.data = data
         self._token = token
         self.metrics = metrics if metrics is not None else Metrics("serve")
-        self.store = Store(data, on_purge=self._purged)
+        self.store = Store(data, on_purge=self._purged, redaction=redaction)
         self.watcher = LogWatcher(list(sessions), format=log_format)
         self.service = StoreQueryService(data)
         self.pipeline = Pipeline(self.service, limits, metrics=self.metrics)

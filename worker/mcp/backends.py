@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from indexer.query.protocol import QueryService
 from indexer.query.service import StoreQueryService
+from indexer.redact import DEFAULT, Redaction
 from indexer.settings import KafkaSettings
 from worker.authn.tokens import CallerSigner
 from worker.contract.deadline import CancelToken
@@ -63,9 +64,11 @@ class EmbeddedBackend:
         limits: ToolLimits,
         *,
         poll_ms: int = 200,
+        redaction: Redaction = DEFAULT,
     ) -> None:
         self.data = data
         self.sessions = sessions
+        self.redaction = redaction  # what a writer (--sessions) redacts
         self.limits = limits
         self.poll_s = poll_ms / 1000
         self._ready = asyncio.Event()
@@ -86,7 +89,9 @@ class EmbeddedBackend:
             return
         from worker.http.embedded import Embedded
 
-        self._embedded = Embedded(self.sessions, self.data, limits=self.limits)
+        self._embedded = Embedded(
+            self.sessions, self.data, limits=self.limits, redaction=self.redaction
+        )
         self.pipeline = self._embedded.pipeline
         self._spawn(self._ingest_then_watch())
 
