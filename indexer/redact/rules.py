@@ -26,14 +26,15 @@ from detect_secrets.plugins.jwt import JwtTokenDetector
 __all__ = ["CHECKS", "Rule", "load_rules", "ruleset_digest"]
 
 LIBRARY: Final = "detect-secrets"
-_DIGITS = re.compile(r"\d")
+_DIGITS_OR_SYMBOLS = re.compile(r"[\d!@#%^&*~+/=]")
 _LETTERS = re.compile(r"[A-Za-z]")
 
 
 def _looks_random(secret: str) -> bool:
-    """A generic assignment's value is a secret only if it mixes letters and digits:
-    identifiers, words and paths (``settings.SECRET_KEY``, ``get_token``) do not."""
-    return _DIGITS.search(secret) is not None and _LETTERS.search(secret) is not None
+    """A generic assignment's value is a secret only if it mixes letters with digits or
+    symbols: identifiers, words and dotted paths (``settings.SECRET_KEY``, ``get_token``)
+    do not."""
+    return _DIGITS_OR_SYMBOLS.search(secret) is not None and _LETTERS.search(secret) is not None
 
 
 CHECKS: Final[dict[str, Callable[[str], bool]]] = {
