@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from indexer.model.header import DSH_AGENT
+from indexer.redact.counts import totals
+from indexer.redact.state import recorded
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.tables.connection import connect
 from indexer.store.tantivy import TantivyIndex
@@ -27,6 +29,8 @@ class StoreStats:
     index_bytes: int
     # source agent -> {"sessions": n, "events": m}; a header without one is "dsh"
     agents: dict[str, dict[str, int]]
+    redaction: str  # the dir's --redact-secrets mode (indexer.redact.state)
+    redactions: dict[str, int]  # secrets the writer redacted, per kind
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,6 +68,8 @@ def store_stats(data_dir: Path) -> StoreStats:
         # Seqs are contiguous from 0: a session holds next_seq events.
         (events,) = conn.execute("SELECT COALESCE(SUM(next_seq), 0) FROM sessions").fetchone()
         agents = _agent_counts(conn)
+        mode = recorded(conn)
+        redactions = totals(conn)
         offsets = {
             f"{t}[{p}]": o
             for t, p, o in conn.execute(
@@ -91,4 +97,6 @@ def store_stats(data_dir: Path) -> StoreStats:
         sqlite_bytes=sqlite_bytes,
         index_bytes=_dir_bytes(index_path(data_dir)),
         agents=agents,
+        redaction="off" if mode is None else mode[0],
+        redactions=redactions,
     )

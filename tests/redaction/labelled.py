@@ -128,5 +128,7 @@ def labelled(rng: random.Random, per_kind: int) -> list[Labelled]:
     for kind, (make, name) in MAKERS.items():
         for _ in range(per_kind):
             secret = make(rng)
-            out.append(Labelled(kind, secret, _contexts(kind, name, secret, rng)))
+            text = _contexts(kind, name, secret, rng)
+            # A webhook's secret is its path: the host part is public text.
+            out.append(Labelled(kind, secret.split("/services/")[-1], text))
     return out
