@@ -40,9 +40,7 @@ def _name_kind(detector: Detector, name: str, value: str) -> str | None:
     return None
 
 
-def redact_string(
-    detector: Detector, text: str, counts: Counter[str], depth: int = 0
-) -> str:
+def redact_string(detector: Detector, text: str, counts: Counter[str], depth: int = 0) -> str:
     """``text`` redacted; adds each secret's kind to ``counts``."""
     redacted, found = detector.redact(text)
     if not found:
@@ -63,9 +61,7 @@ def redact_string(
     return redacted
 
 
-def redact_value(
-    detector: Detector, value: Any, counts: Counter[str], depth: int = 0
-) -> Any:
+def redact_value(detector: Detector, value: Any, counts: Counter[str], depth: int = 0) -> Any:
     """A copy of the decoded JSON ``value`` with every string redacted (the same object
     when nothing was found); adds each secret's kind to ``counts``."""
     if isinstance(value, str):

@@ -42,8 +42,11 @@ def secrets_log(tmp: Path, seed: int = 23) -> tuple[list[Path], list[Labelled]]:
     events.append(title(len(events), f"rotate {title_token} today"))
     items.append(Labelled("github-token", title_token, ""))
     leaky = _write(tmp / "leaky.jsonl", header(LEAKY, cwd=CWD), events)
-    caller = _write(tmp / "caller.jsonl", header(CALLER, cwd=CWD, created_at=BASE_TIME + 1),
-                    [user(0, "what did we deploy last week")])
+    caller = _write(
+        tmp / "caller.jsonl",
+        header(CALLER, cwd=CWD, created_at=BASE_TIME + 1),
+        [user(0, "what did we deploy last week")],
+    )
     assert {i.kind for i in items} >= set(KINDS)
     return [leaky, caller], items
 

@@ -36,14 +36,19 @@ def _jwt(rng: random.Random) -> str:
 def _pem(rng: random.Random) -> str:
     kind = rng.choice(["RSA ", "EC ", "OPENSSH ", ""])
     lines = [pick(rng, B64, 64) for _ in range(rng.randrange(4, 12))]
-    return f"-----BEGIN {kind}PRIVATE KEY-----\n" + "\n".join(lines) + (
-        f"\n-----END {kind}PRIVATE KEY-----"
+    return (
+        f"-----BEGIN {kind}PRIVATE KEY-----\n"
+        + "\n".join(lines)
+        + (f"\n-----END {kind}PRIVATE KEY-----")
     )
 
 
 # kind -> (make a secret, the name it is assigned to in NAME=value contexts)
 MAKERS: dict[str, tuple[Callable[[random.Random], str], str]] = {
-    "aws-access-key-id": (lambda r: "AKIA" + pick(r, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16), "AWS_ACCESS_KEY_ID"),
+    "aws-access-key-id": (
+        lambda r: "AKIA" + pick(r, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
+        "AWS_ACCESS_KEY_ID",
+    ),
     "aws-secret-access-key": (lambda r: pick(r, B64, 40), "AWS_SECRET_ACCESS_KEY"),
     "gcp-api-key": (lambda r: "AIza" + pick(r, URLSAFE, 35), "GOOGLE_API_KEY"),
     "azure-storage-key": (lambda r: "AccountKey=" + pick(r, B64, 86) + "==", "AZURE_STORAGE"),
@@ -51,34 +56,63 @@ MAKERS: dict[str, tuple[Callable[[random.Random], str], str]] = {
         lambda r: pick(r, ALNUM, 3) + r.choice(string.digits) + "Q~" + pick(r, ALNUM + "_~.-", 34),
         "AZURE_CLIENT_SECRET",
     ),
-    "github-token": (lambda r: r.choice(["ghp_", "gho_", "ghs_"]) + pick(r, ALNUM, 36), "GITHUB_TOKEN"),
+    "github-token": (
+        lambda r: r.choice(["ghp_", "gho_", "ghs_"]) + pick(r, ALNUM, 36),
+        "GITHUB_TOKEN",
+    ),
     "github-fine-grained-token": (
         lambda r: "github_pat_" + pick(r, ALNUM, 22) + "_" + pick(r, ALNUM, 59),
         "GH_TOKEN",
     ),
     "gitlab-token": (lambda r: "glpat-" + pick(r, URLSAFE, 20), "GITLAB_TOKEN"),
     "slack-token": (
-        lambda r: r.choice(["xoxb-", "xoxp-"]) + pick(r, string.digits, 12) + "-"
-        + pick(r, string.digits, 13) + "-" + pick(r, ALNUM, 24),
+        lambda r: (
+            r.choice(["xoxb-", "xoxp-"])
+            + pick(r, string.digits, 12)
+            + "-"
+            + pick(r, string.digits, 13)
+            + "-"
+            + pick(r, ALNUM, 24)
+        ),
         "SLACK_BOT_TOKEN",
     ),
     "slack-webhook": (
-        lambda r: "https://hooks.slack.com/services/T" + pick(r, ALNUM, 8) + "/B"
-        + pick(r, ALNUM, 10) + "/" + pick(r, ALNUM, 24),
+        lambda r: (
+            "https://hooks.slack.com/services/T"
+            + pick(r, ALNUM, 8)
+            + "/B"
+            + pick(r, ALNUM, 10)
+            + "/"
+            + pick(r, ALNUM, 24)
+        ),
         "SLACK_WEBHOOK",
     ),
-    "stripe-key": (lambda r: r.choice(["sk_live_", "rk_live_"]) + pick(r, ALNUM, r.choice([24, 99])), "STRIPE_KEY"),
-    "stripe-test-key": (lambda r: "sk_test_" + pick(r, ALNUM, r.choice([24, 99])), "STRIPE_TEST_KEY"),
+    "stripe-key": (
+        lambda r: r.choice(["sk_live_", "rk_live_"]) + pick(r, ALNUM, r.choice([24, 99])),
+        "STRIPE_KEY",
+    ),
+    "stripe-test-key": (
+        lambda r: "sk_test_" + pick(r, ALNUM, r.choice([24, 99])),
+        "STRIPE_TEST_KEY",
+    ),
     "openai-api-key": (
-        lambda r: r.choice(["sk-", "sk-proj-"]) + pick(r, ALNUM, 20) + "T3BlbkFJ" + pick(r, ALNUM, 20),
+        lambda r: (
+            r.choice(["sk-", "sk-proj-"]) + pick(r, ALNUM, 20) + "T3BlbkFJ" + pick(r, ALNUM, 20)
+        ),
         "OPENAI_API_KEY",
     ),
     "openai-project-key": (lambda r: "sk-proj-" + pick(r, URLSAFE, 120), "OPENAI_API_KEY"),
-    "anthropic-api-key": (lambda r: "sk-ant-api03-" + pick(r, URLSAFE, 93) + "AA", "ANTHROPIC_API_KEY"),
+    "anthropic-api-key": (
+        lambda r: "sk-ant-api03-" + pick(r, URLSAFE, 93) + "AA",
+        "ANTHROPIC_API_KEY",
+    ),
     "deepseek-api-key": (lambda r: "sk-" + pick(r, HEX, 32), "DEEPSEEK_API_KEY"),
     "huggingface-token": (lambda r: "hf_" + pick(r, string.ascii_letters, 34), "HF_TOKEN"),
     "npm-token": (lambda r: "npm_" + pick(r, ALNUM, 36), "NPM_TOKEN"),
-    "sendgrid-api-key": (lambda r: "SG." + pick(r, URLSAFE, 22) + "." + pick(r, URLSAFE, 43), "SENDGRID_API_KEY"),
+    "sendgrid-api-key": (
+        lambda r: "SG." + pick(r, URLSAFE, 22) + "." + pick(r, URLSAFE, 43),
+        "SENDGRID_API_KEY",
+    ),
     "private-key": (_pem, "PRIVATE_KEY"),
     "jwt": (_jwt, "SESSION_JWT"),
     "connection-string-password": (lambda r: pick(r, ALNUM, 16), "DATABASE_URL"),
@@ -112,12 +146,20 @@ def _contexts(kind: str, name: str, secret: str, rng: random.Random) -> str:
         lambda: f"$ cat .env\nNODE_ENV=production\n{line}\nPORT=8080\n",
         lambda: f"Please use this, it should work now:\n\n{line}\n\nthanks",
         lambda: json.dumps({"command": f"cat .env && echo done\n{line}\n", "timeout": 30}),
-        lambda: json.dumps({"env": {name: secret}, "cwd": "/srv/app"}) if kind not in (
-            "connection-string-password", "authorization-header") else json.dumps({"cmd": line}),
+        lambda: (
+            json.dumps({"env": {name: secret}, "cwd": "/srv/app"})
+            if kind not in ("connection-string-password", "authorization-header")
+            else json.dumps({"cmd": line})
+        ),
         lambda: f"Set `{line}` in the deployment config.",
     ]
-    if kind not in ("secret-assignment", "aws-secret-access-key", "connection-string-password",
-                    "authorization-header", "private-key"):
+    if kind not in (
+        "secret-assignment",
+        "aws-secret-access-key",
+        "connection-string-password",
+        "authorization-header",
+        "private-key",
+    ):
         # a token is found by its shape alone, also bare in prose
         shapes.append(lambda: f"the token {secret} was revoked yesterday")
     return rng.choice(shapes)()

@@ -167,7 +167,7 @@ def test_store_mode_leaves_no_secret_byte_in_the_data_dir(
 def test_stats_count_redactions_per_kind_and_a_delete_erases_them(
     dirs: tuple[dict[str, Path], list[Labelled]], tmp_path: Path
 ) -> None:
-    paths, items = dirs
+    paths, _items = dirs
     assert store_stats(paths["off"]).redactions == {}
     for mode in ("on", "store"):
         stats = store_stats(paths[mode])

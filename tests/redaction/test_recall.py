@@ -22,7 +22,10 @@ def survives(secret: str, text: str) -> bool:
     """Whether any 8-character run of ``secret`` is still in ``text`` (a partial
     redaction leaves one)."""
     core = secret.replace("\n", "")
-    return any(core[i : i + 8] in text.replace("\\n", "").replace("\n", "") for i in range(0, max(1, len(core) - 7), 4))
+    return any(
+        core[i : i + 8] in text.replace("\\n", "").replace("\n", "")
+        for i in range(0, max(1, len(core) - 7), 4)
+    )
 
 
 def redacted(item: Labelled) -> tuple[bool, Counter[str]]:
