@@ -2,9 +2,11 @@
 
 Order of operations for a text:
 
-1. keyword prefilter: the text, lower-cased, is searched for every rule's keywords; a
-   rule runs only when one of its keywords occurs (most texts hold none: no regex runs);
-2. each active rule's patterns run over the text; a match's secret is its ``group``,
+1. keyword prefilter: one Aho-Corasick pass over the lower-cased text finds every rule
+   keyword it holds; a rule runs only when one of its keywords occurs (most texts hold
+   none: no regex runs);
+2. each active rule's patterns run over the text, or, for an anchored rule (its matches
+   start with a keyword), only at the keywords' occurrences; a match's secret is its ``group``,
    extended over the rule's ``extend`` characters, and it is kept only if its edges do
    not touch a letter or digit (``edges = "word"``; a JSON escape such as ``\\n`` counts
    as a boundary), its entropy is at least the rule's, its ``check`` holds and no
@@ -20,10 +22,13 @@ stays valid JSON text, and no rule matches a marker: redacting twice is redactin
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
+
+import ahocorasick
 
 from indexer.redact.rules import Rule, load_rules
 
@@ -71,7 +76,10 @@ class Detector:
         for i, rule in enumerate(self.rules):
             for keyword in rule.keywords:
                 by_keyword.setdefault(keyword, set()).add(i)
-        self._keywords = tuple((k, frozenset(v)) for k, v in by_keyword.items())
+        self._automaton: Any = ahocorasick.Automaton()
+        for keyword, indices in by_keyword.items():
+            self._automaton.add_word(keyword, (len(keyword), frozenset(indices)))
+        self._automaton.make_automaton()
         self._name_keywords = tuple({k for r in self.rules if r.generic for k in r.keywords})
 
     def names_secret(self, name: str) -> bool:
@@ -80,18 +88,40 @@ class Detector:
         low = name.lower()
         return any(k in low for k in self._name_keywords)
 
-    def _active(self, text: str) -> list[Rule]:
+    def _active(self, text: str) -> list[tuple[Rule, list[int] | None]]:
+        """The rules to run, specific ones first (their secrets win overlaps with a generic
+        rule's), each with the keyword starts it is anchored at (None: scan the text)."""
         low = text.lower()
-        active: set[int] = set()
-        for keyword, rules in self._keywords:
-            if keyword in low:
-                active |= rules
-        # Specific rules first: their secrets win overlaps with a generic rule's.
-        return sorted((self.rules[i] for i in active), key=lambda r: (r.generic, r.id))
+        aligned = len(low) == len(text)  # lower-casing a few letters changes the length
+        starts: dict[int, set[int]] = {}
+        for end, (length, indices) in self._automaton.iter(low):
+            for i in indices:
+                starts.setdefault(i, set()).add(end - length + 1)
+        active = sorted(starts, key=lambda i: (self.rules[i].generic, self.rules[i].id))
+        return [
+            (self.rules[i], sorted(starts[i]) if self.rules[i].anchored and aligned else None)
+            for i in active
+        ]
 
-    def _candidates(self, rule: Rule, text: str) -> Iterator[Finding]:
+    @staticmethod
+    def _matches(
+        pattern: re.Pattern[str], text: str, at: list[int] | None
+    ) -> Iterable[re.Match[str]]:
+        if at is None:
+            yield from pattern.finditer(text)
+            return
+        after = 0
+        for start in at:
+            if start < after:
+                continue
+            match = pattern.match(text, start)
+            if match is not None:
+                after = match.end()
+                yield match
+
+    def _candidates(self, rule: Rule, text: str, at: list[int] | None) -> Iterator[Finding]:
         for pattern in rule.patterns:
-            for match in pattern.finditer(text):
+            for match in self._matches(pattern, text, at):
                 start, end = match.span(rule.group if pattern.groups >= rule.group else 0)
                 if start < 0 or start == end:
                     continue
@@ -115,8 +145,8 @@ class Detector:
         if len(text) < MIN_CHARS:
             return []
         kept: list[Finding] = []
-        for rule in self._active(text):
-            for found in self._candidates(rule, text):
+        for rule, at in self._active(text):
+            for found in self._candidates(rule, text, at):
                 if all(found.end <= k.start or found.start >= k.end for k in kept):
                     kept.append(found)
         kept.sort(key=lambda f: f.start)

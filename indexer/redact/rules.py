@@ -56,6 +56,7 @@ class Rule:
     extend: re.Pattern[str] | None = None
     check: Callable[[str], bool] | None = None
     allow: tuple[re.Pattern[str], ...] = ()
+    anchored: bool = False
     generic: bool = False
 
 
@@ -84,6 +85,7 @@ def _rule(entry: dict[str, Any]) -> Rule:
         extend=None if extend is None else re.compile(f"(?:{extend})+"),
         check=None if check is None else CHECKS[str(check)],
         allow=tuple(re.compile(str(a)) for a in entry.get("allow", ())),
+        anchored=bool(entry.get("anchor", False)),
         generic=bool(entry.get("generic", False)),
     )
 
