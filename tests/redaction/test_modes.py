@@ -109,3 +109,34 @@ def test_a_dir_without_sessions_takes_any_mode(tmp_path: Path) -> None:
     assert meta(data).startswith("store:")
     reopen(data, "off")
     assert meta(data) == "off"
+
+
+def test_store_mode_takes_a_re_delivery_stored_under_an_older_rule_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event stored redacted by a rule set that missed a secret, delivered again to a
+    writer whose rules find it: the same event, not a seq conflict."""
+    from indexer.model.records import EventsRecord, HeaderRecord
+    from indexer.redact import policy
+    from indexer.redact.detect import Detector
+    from indexer.redact.rules import load_rules
+    from tests.builders import header, user
+
+    token = "ghp_" + "Zx8Qm3Lp7Rt2Vb9Nc4Df6Gs1Jk5Hw0Ya2Eu7Io"
+    events = [user(0, "hello"), user(1, f"use {token} for the push")]
+    older = Detector(tuple(r for r in load_rules() if r.id != "github-token"))
+    data = tmp_path / "d"
+    monkeypatch.setattr(policy, "detector", lambda: older)
+    store = Store(data, redaction=Redaction("store"))
+    store.apply(HeaderRecord(v=1, kind="header", header=header(LEAKY)))
+    store.apply(EventsRecord(v=1, kind="events", session_id=LEAKY, events=events))
+    store.commit()
+    store.close()
+    monkeypatch.undo()
+    store = Store(data, redaction=Redaction("store"))
+    try:
+        applied = store.apply(EventsRecord(v=1, kind="events", session_id=LEAKY, events=events))
+        store.commit()
+    finally:
+        store.close()
+    assert applied.noop

@@ -230,6 +230,14 @@ class StoreWriter:
             in_batch[event.seq] = event
         return self._write(header, new, steps, fold, kept)
 
+    def _same_redacted(self, stored: bytes, event: SessionEvent) -> bool:
+        """``store`` mode: a stored event redacted by another rule set than the
+        re-delivered copy (redacted by this one) is the same event when this rule set
+        redacts both alike."""
+        if not self.redaction.stores_redacted:
+            return False
+        return self.redaction.event(_decode(stored)).raw == event.raw
+
     def _stored_event(self, event: SessionEvent, counts: dict[int, Counter[str]]) -> SessionEvent:
         found: Counter[str] = Counter()
         redacted = self.redaction.event(event, found)
@@ -245,7 +253,7 @@ class StoreWriter:
             stored = self.tables.raw_events(session_id, [e.seq for e in overlap])
             for e in overlap:
                 row = stored.get(e.seq)
-                if row is None or row.raw != e.raw:
+                if row is None or (row.raw != e.raw and not self._same_redacted(row.raw, e)):
                     raise RecordRejectedError(
                         f"event seq {e.seq} conflicts with the stored event of session "
                         f'"{session_id}"',
