@@ -92,6 +92,15 @@ def trace_event(blocks: EventBlocks, session_id: str, seq: int) -> EventTrace:
     )
 
 
+def read_events(blocks: EventBlocks, session_id: str, first: int, last: int) -> list[SessionEvent]:
+    """The session's stored events of seqs ``first``..``last`` (clipped to the log)."""
+    _, next_seq, key = session_header(blocks.conn, session_id)
+    return [
+        SessionEvent.from_obj(orjson.loads(e.raw), e.raw)
+        for e in blocks.read_range(key, max(0, first), min(next_seq - 1, last))
+    ]
+
+
 def check_window_bound(name: str, value: Any, window_max: int) -> int:
     if not is_safe_int(value) or not 0 <= value <= window_max:
         raise SessionQueryError(

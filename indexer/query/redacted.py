@@ -5,27 +5,40 @@ redacted already.
 
 An event is redacted as decoded JSON (``Redaction.event``), so ``session_event_read``'s
 unabridged JSON stays valid and its neighbour summaries, extracted from the redacted
-event, hold the same markers. In ``store`` mode the stored events hold markers already;
-redacting them again changes nothing but what a newer rule set finds.
+event, hold the same markers. A target that is a streamed delta chunk is first redacted
+across its run (``indexer.redact.chunks``: ``around`` reads the events beside it). In
+``store`` mode the stored events hold markers already; redacting them again changes
+nothing but what a newer rule set finds.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from indexer.model import SessionEvent
 from indexer.query.types import EventWindow, TitleObservation
 from indexer.redact import Redaction
+from indexer.redact.chunks import CONTEXT_EVENTS, delta_of, redact_target
 
 __all__ = ["redacted_titles", "redacted_window"]
 
 
-def redacted_window(redaction: Redaction, window: EventWindow) -> EventWindow:
+def redacted_window(
+    redaction: Redaction,
+    window: EventWindow,
+    around: Callable[[int, int], Sequence[SessionEvent]],
+) -> EventWindow:
+    """``around(first, last)``: the session's stored events of those seqs."""
     if not redaction.active:
         return window
-    events = [redaction.event(e) for e in window.events]
-    target = next(e for e in events if e.seq == window.target.seq)
-    return dataclasses.replace(window, target=target, events=events)
+    target = window.target
+    if delta_of(target) is not None:
+        beside = around(max(0, target.seq - CONTEXT_EVENTS), target.seq + CONTEXT_EVENTS)
+        target = redact_target(redaction, target, beside)
+    events = [redaction.event(target if e.seq == target.seq else e) for e in window.events]
+    shown = next(e for e in events if e.seq == target.seq)
+    return dataclasses.replace(window, target=shown, events=events)
 
 
 def redacted_titles(

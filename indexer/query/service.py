@@ -180,7 +180,11 @@ class StoreQueryService:
         window = event_reads.read_event(
             self._blocks, session_id, seq, before, after, self.read_window_max
         )
-        return redacted_window(self._redaction(), window)
+        return redacted_window(
+            self._redaction(),
+            window,
+            lambda first, last: event_reads.read_events(self._blocks, session_id, first, last),
+        )
 
     def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]:
         observations = titles.read_title_snapshots(self._conn, session_ids)

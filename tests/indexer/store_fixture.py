@@ -26,10 +26,10 @@ from typing import Any, Final
 
 from indexer.errors import RecordRejectedError
 from indexer.ingest import ingest_files
-from indexer.redact import DEFAULT, Redaction
 from indexer.logs.reader import read_log
 from indexer.model.records import EventsRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
+from indexer.redact import DEFAULT, Redaction
 from indexer.stats import store_stats
 from indexer.store.records.store import Store
 from tests.builders import plain, user

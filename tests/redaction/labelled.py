@@ -109,6 +109,7 @@ MAKERS: dict[str, tuple[Callable[[random.Random], str], str]] = {
     "deepseek-api-key": (lambda r: "sk-" + pick(r, HEX, 32), "DEEPSEEK_API_KEY"),
     "huggingface-token": (lambda r: "hf_" + pick(r, string.ascii_letters, 34), "HF_TOKEN"),
     "npm-token": (lambda r: "npm_" + pick(r, ALNUM, 36), "NPM_TOKEN"),
+    "pypi-token": (lambda r: "pypi-AgEIcHlwaS5vcmc" + pick(r, URLSAFE, 120), "PYPI_TOKEN"),
     "sendgrid-api-key": (
         lambda r: "SG." + pick(r, URLSAFE, 22) + "." + pick(r, URLSAFE, 43),
         "SENDGRID_API_KEY",

@@ -30,7 +30,7 @@ from indexer.store.layout import index_path, sqlite_path
 from indexer.store.records.store import Store
 from indexer.store.tables.schema import load_codec
 from tests.erasure_scan import data_files
-from tests.redaction.corpus import CALLER, LEAKY, secrets_log
+from tests.redaction.corpus import CALLER, LEAKY, STREAMED, secrets_log
 from tests.redaction.labelled import KINDS, Labelled
 from tests.redaction.test_recall import survives
 from worker.pipeline import Pipeline
@@ -183,3 +183,24 @@ def test_stats_count_redactions_per_kind_and_a_delete_erases_them(
     finally:
         store.close()
     assert store_stats(data).redactions == {}
+
+
+@pytest.mark.parametrize("mode", ["off", "on", "store"])
+def test_a_secret_streamed_over_chunks_is_redacted_across_them(
+    dirs: tuple[dict[str, Path], list[Labelled]], mode: str
+) -> None:
+    """Each delta holds 3 characters of the secret; read one by one, the deltas joined
+    give the text with the marker (``off``: the secret)."""
+    paths, items = dirs
+    secret = next(i.secret for i in items if i.kind == "anthropic-api-key" and not i.text)
+    deltas = []
+    for seq in STREAMED:
+        shown = call(paths[mode], "session_event_read", {"session_id": LEAKY, "seq": seq})
+        target = re.search(r"```json\n(.*?)\n```", shown, re.S)
+        assert target is not None
+        deltas.append(json.loads(target.group(1))["data"]["chunk"]["text"])
+    joined = "".join(deltas)
+    if mode == "off":
+        assert secret in joined
+    else:
+        assert joined == "Set ANTHROPIC_API_KEY=[REDACTED:anthropic-api-key] and retry."
