@@ -22,6 +22,7 @@ STREAMED: list[int] = []
 def secrets_log(tmp: Path, seed: int = 23) -> tuple[list[Path], list[Labelled]]:
     """Two dsh logs (the leaky session, the caller) and the secrets the first holds."""
     rng = random.Random(seed)
+    tmp.mkdir(parents=True, exist_ok=True)
     items = labelled(rng, 1)
     events: list[dict[str, Any]] = []
     for item in items:
