@@ -468,7 +468,32 @@ def child_reads(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def child_redaction_cost(args: dict[str, Any]) -> dict[str, Any]:
+    """The CPU the detection alone takes over a corpus's index texts: every text event's
+    semantic text redacted as the writer does (``on``), best of 3 passes."""
+    from indexer.logs.reader import read_log
+    from indexer.redact import Redaction
+    from indexer.surface.text import extract_text
+
+    texts = []
+    for path in _corpus_files(Path(args["corpus"])):
+        for event in read_log(path).events:
+            text = extract_text(event.type, event.data)
+            if text:
+                texts.append(text)
+    on = Redaction("on")
+    on.text("warm up: token=abc")  # the rule set loads once per process
+    passes = []
+    for _ in range(3):
+        cpu = time.process_time()
+        for text in texts:
+            on.text(text)
+        passes.append(time.process_time() - cpu)
+    return {"texts": len(texts), "chars": sum(map(len, texts)), "cpu_seconds": min(passes)}
+
+
 CHILDREN: Final[dict[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "redaction-cost": child_redaction_cost,
     "ingest-sessionq": child_ingest_sessionq,
     "ingest-fts5": child_ingest_fts5,
     "tantivy-bare": child_tantivy_bare,
@@ -680,6 +705,13 @@ def report(results: dict[str, Any]) -> list[str]:
             + ", ".join(f"x{p['ratio']:.3f}" for p in red["pairs"])
             + f"; on {red['on']['seconds']:.2f} s, off {red['off']['seconds']:.2f} s)"
         )
+        if "detection" in red:
+            d = red["detection"]
+            lines.append(
+                f"redaction (mix): detection alone {d['cpu_seconds']:.3f} s CPU over "
+                f"{d['texts']:,} index texts = {red['detection_share']:.1%} of the off "
+                "ingest's CPU"
+            )
     lines.append("")
     lines.append(
         f"  {'ingest':<22} {'events':>11} {'documents':>10} {'wall':>9} {'cpu':>7} "
@@ -1119,7 +1151,10 @@ def _ingest_phase(
 def _redaction_phase(args: argparse.Namespace, corpus: Path, data_root: Path) -> dict[str, Any]:
     """Ingest of mix (a) with ``--redact-secrets on`` (the default) and ``off``, the same
     code, ``--ingest-reps`` interleaved rounds (odd rounds run ``off`` first); ``ratio``
-    is the median of the rounds' on/off wall-time ratios: the cost of redaction."""
+    is the median of the rounds' on/off wall-time ratios: the cost of redaction. On a
+    shared machine a round's wall time moves by more than that cost, so the phase also
+    times the detection alone over the corpus's index texts (``child_redaction_cost``):
+    ``detection_share`` is its CPU over the median ``off`` ingest's CPU."""
     runs: dict[str, list[dict[str, Any]]] = {"on": [], "off": []}
     for rnd in range(max(1, args.ingest_reps)):
         for mode in ("on", "off") if rnd % 2 == 0 else ("off", "on"):
@@ -1150,7 +1185,16 @@ def _redaction_phase(args: argparse.Namespace, corpus: Path, data_root: Path) ->
     print(
         f"redaction on/off: wall x{ratio:.3f} (median of {len(pairs)}), CPU x{cpu:.3f}", flush=True
     )
+    cost = _run_child("redaction-cost", {"corpus": str(corpus)})
+    share = cost["cpu_seconds"] / float(statistics.median(r["cpu_seconds"] for r in runs["off"]))
+    print(
+        f"detection alone: {cost['cpu_seconds']:.3f} s CPU over {cost['texts']:,} texts "
+        f"({cost['chars']:,} characters) = {share:.1%} of the off ingest's CPU",
+        flush=True,
+    )
     return {
+        "detection": cost,
+        "detection_share": share,
         "on": _median_run(runs["on"]),
         "off": _median_run(runs["off"]),
         "pairs": pairs,

@@ -59,6 +59,7 @@ NEAR_MISSES = [
     "export GITHUB_TOKEN=${GITHUB_TOKEN}",
     'curl -H "Authorization: Bearer $TOKEN" https://api.example.com',
     "postgres://user:${DB_PASS}@localhost:5432/app",
+    'f"postgres://app_user:{secret}@db.internal:5432/orders"',
     "https://user:password@example.com/",
     "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
     "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 (HEAD -> main)",
