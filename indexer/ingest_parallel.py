@@ -129,7 +129,7 @@ def prepare(
         return Outcome("local")
     events, stored = log.events, Counter[str]()
     if redaction.stores_redacted:
-        events = [redaction.event(e, stored) for e in events]
+        events = redaction.events(events, stored)
     plan = plan_events(log.header, events, log.fold.steps, log.fold.state, redaction)
     plan.redactions.update(stored)
     blocks = block_rows(plan.rows, codec, dict_id, level)

@@ -92,11 +92,14 @@ def trace_event(blocks: EventBlocks, session_id: str, seq: int) -> EventTrace:
     )
 
 
-def read_events(blocks: EventBlocks, session_id: str, first: int, last: int) -> list[SessionEvent]:
-    """The session's stored events of seqs ``first``..``last`` (clipped to the log)."""
+def read_stored(
+    blocks: EventBlocks, session_id: str, first: int, last: int
+) -> list[tuple[int, str, bytes]]:
+    """Seq, type and raw JSON of the session's stored events ``first``..``last`` (clipped
+    to the log), undecoded."""
     _, next_seq, key = session_header(blocks.conn, session_id)
     return [
-        SessionEvent.from_obj(orjson.loads(e.raw), e.raw)
+        (e.seq, e.type, e.raw)
         for e in blocks.read_range(key, max(0, first), min(next_seq - 1, last))
     ]
 

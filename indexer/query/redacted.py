@@ -16,10 +16,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from indexer.model import SessionEvent
 from indexer.query.types import EventWindow, TitleObservation
 from indexer.redact import Redaction
-from indexer.redact.chunks import CONTEXT_EVENTS, delta_of, redact_target
+from indexer.redact.chunks import CONTEXT_EVENTS, Stored, delta_of, redact_target
 
 __all__ = ["redacted_titles", "redacted_window"]
 
@@ -27,16 +26,16 @@ __all__ = ["redacted_titles", "redacted_window"]
 def redacted_window(
     redaction: Redaction,
     window: EventWindow,
-    around: Callable[[int, int], Sequence[SessionEvent]],
+    around: Callable[[int, int], Sequence[Stored]],
 ) -> EventWindow:
-    """``around(first, last)``: the session's stored events of those seqs."""
+    """``around(first, last)``: the session's stored events of those seqs (undecoded)."""
     if not redaction.active:
         return window
     target = window.target
     if delta_of(target) is not None:
         beside = around(max(0, target.seq - CONTEXT_EVENTS), target.seq + CONTEXT_EVENTS)
         target = redact_target(redaction, target, beside)
-    events = [redaction.event(target if e.seq == target.seq else e) for e in window.events]
+    events = redaction.events([target if e.seq == target.seq else e for e in window.events])
     shown = next(e for e in events if e.seq == target.seq)
     return dataclasses.replace(window, target=shown, events=events)
 

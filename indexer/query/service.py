@@ -183,7 +183,7 @@ class StoreQueryService:
         return redacted_window(
             self._redaction(),
             window,
-            lambda first, last: event_reads.read_events(self._blocks, session_id, first, last),
+            lambda first, last: event_reads.read_stored(self._blocks, session_id, first, last),
         )
 
     def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]:

@@ -37,6 +37,8 @@ __all__ = ["Detector", "Finding", "marker", "shannon_entropy"]
 MIN_CHARS: Final = 8
 """No rule's secret is shorter: a shorter text is returned as it is, unscanned."""
 _ESCAPES: Final = frozenset("nrtbfu\"'/")
+NAMES_KEPT: Final = 4096
+"""Member names whose test is remembered (``names_secret``)."""
 
 
 def marker(kind: str) -> str:
@@ -81,12 +83,23 @@ class Detector:
             self._automaton.add_word(keyword, (len(keyword), frozenset(indices)))
         self._automaton.make_automaton()
         self._name_keywords = tuple({k for r in self.rules if r.generic for k in r.keywords})
+        self._names: dict[str, bool] = {}  # member names repeat in every event
+
+    def keyword_ends(self, text: str) -> list[int]:
+        """The end offsets of every rule keyword's occurrences in ``text``: where none
+        occurs, no rule can find a secret (every rule runs only on its keywords)."""
+        return [end for end, _value in self._automaton.iter(text.lower())]
 
     def names_secret(self, name: str) -> bool:
         """Whether ``name`` holds a keyword of a generic rule (an object member named so
         is tested as an assignment, ``indexer.redact.values``)."""
-        low = name.lower()
-        return any(k in low for k in self._name_keywords)
+        says = self._names.get(name)
+        if says is None:
+            low = name.lower()
+            says = any(k in low for k in self._name_keywords)
+            if len(self._names) < NAMES_KEPT:
+                self._names[name] = says
+        return says
 
     def _active(self, text: str) -> list[tuple[Rule, list[int] | None]]:
         """The rules to run, specific ones first (their secrets win overlaps with a generic

@@ -15,8 +15,10 @@ of what was redacted, by kind, go to the ``counts`` the caller passes.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -34,6 +36,28 @@ MODES: Final[tuple[RedactMode, ...]] = ("off", "on", "store")
 def detector() -> Detector:
     """The process's compiled rule set (built on first use: ``off`` never loads it)."""
     return Detector()
+
+
+def _may_hold(events: Sequence[SessionEvent]) -> set[int]:
+    """The indices of the events whose JSON may hold a secret: those holding a rule
+    keyword, found in one pass over their JSON texts joined (most events hold none). A
+    keyword in a decoded string is in its JSON text too (keywords hold no character JSON
+    escapes), unless an escape spells a letter or a slash (``\\u0041``, ``\\/``): such
+    an event is walked whole."""
+    texts: list[str] = []
+    starts: list[int] = []
+    at = 0
+    maybe: set[int] = set()
+    for i, event in enumerate(events):
+        if b"\\u" in event.raw or b"\\/" in event.raw:
+            maybe.add(i)
+        text = event.raw.decode("utf-8", "surrogateescape").lower()  # offsets as matched
+        starts.append(at)
+        texts.append(text)
+        at += len(text) + 1
+    for end in detector().keyword_ends("\n".join(texts)):
+        maybe.add(bisect.bisect_right(starts, end) - 1)
+    return maybe
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,16 +84,33 @@ class Redaction:
     def event(self, event: SessionEvent, counts: Counter[str] | None = None) -> SessionEvent:
         """``event`` with every string of its JSON redacted; the same object when nothing
         was found (its raw bytes then stay the original ones)."""
+        return self.events([event], counts)[0]
+
+    def events(
+        self,
+        events: Sequence[SessionEvent],
+        counts: dict[int, Counter[str]] | Counter[str] | None = None,
+    ) -> list[SessionEvent]:
+        """``event`` of each; ``counts``: the kinds found, summed, or by the event's seq
+        (a dict)."""
         if not self.active:
-            return event
+            return list(events)
+        out = list(events)
+        for i in sorted(_may_hold(events)):
+            found: Counter[str] = Counter()
+            out[i] = self._walked(events[i], found)
+            if isinstance(counts, Counter):
+                counts.update(found)
+            elif counts is not None and found:
+                counts[events[i].seq] = found
+        return out
+
+    def _walked(self, event: SessionEvent, found: Counter[str]) -> SessionEvent:
         from indexer.redact.values import redact_value
 
-        found: Counter[str] = Counter()
         obj = redact_value(detector(), event.obj, found)
         if obj is event.obj:
             return event
-        if counts is not None:
-            counts.update(found)
         return SessionEvent(event.type, event.seq, event.time, obj, dump_json(obj))
 
 

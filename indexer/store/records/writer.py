@@ -193,7 +193,7 @@ class StoreWriter:
             raise RecordRejectedError(f'session "{session_id}" has no header', UNKNOWN_SESSION)
         stored_counts: dict[int, Counter[str]] = {}
         if self.redaction.stores_redacted:
-            events = [self._stored_event(e, stored_counts) for e in events]
+            events = self.redaction.events(events, stored_counts)
         new = self._drop_redelivered(session_id, state.next_seq, events)
         if not new:
             return Applied("events", session_id, noop=True)
@@ -237,13 +237,6 @@ class StoreWriter:
         if not self.redaction.stores_redacted:
             return False
         return self.redaction.event(_decode(stored)).raw == event.raw
-
-    def _stored_event(self, event: SessionEvent, counts: dict[int, Counter[str]]) -> SessionEvent:
-        found: Counter[str] = Counter()
-        redacted = self.redaction.event(event, found)
-        if found:
-            counts[event.seq] = found
-        return redacted
 
     def _drop_redelivered(
         self, session_id: str, next_seq: int, events: Sequence[SessionEvent]
