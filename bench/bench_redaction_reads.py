@@ -8,7 +8,7 @@ interleaved round by round. Targets are split by kind: a streamed delta chunk is
 across its run (``indexer.redact.chunks``: the events around it are read too), any other
 target as one event. Prints p50 / p99 per mode and the on/off ratio.
 
-Run: ``.venv/bin/python bench/bench_redaction_reads.py [--rounds 3]``.
+Run: ``.venv/bin/python -m bench.bench_redaction_reads [--rounds 3]``.
 """
 
 from __future__ import annotations
