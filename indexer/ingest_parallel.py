@@ -127,11 +127,12 @@ def prepare(
         return Outcome("fresh", FreshLog(log.header, None, [], redaction))
     if log.fold is None or len(log.fold.steps) != len(log.events) or log.events[0].seq != 0:
         return Outcome("local")
-    events, stored = log.events, Counter[str]()
+    events, stored = log.events, dict[int, Counter[str]]()
     if redaction.stores_redacted:
         events = redaction.events(events, stored)
     plan = plan_events(log.header, events, log.fold.steps, log.fold.state, redaction)
-    plan.redactions.update(stored)
+    for found in stored.values():
+        plan.redactions.update(found)
     blocks = block_rows(plan.rows, codec, dict_id, level)
     return Outcome("fresh", FreshLog(log.header, _shipped(plan), blocks, redaction))
 

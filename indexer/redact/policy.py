@@ -81,27 +81,23 @@ class Redaction:
             counts.update(f.kind for f in found)
         return redacted
 
-    def event(self, event: SessionEvent, counts: Counter[str] | None = None) -> SessionEvent:
+    def event(self, event: SessionEvent) -> SessionEvent:
         """``event`` with every string of its JSON redacted; the same object when nothing
         was found (its raw bytes then stay the original ones)."""
-        return self.events([event], counts)[0]
+        return self.events([event])[0]
 
     def events(
-        self,
-        events: Sequence[SessionEvent],
-        counts: dict[int, Counter[str]] | Counter[str] | None = None,
+        self, events: Sequence[SessionEvent], counts: dict[int, Counter[str]] | None = None
     ) -> list[SessionEvent]:
-        """``event`` of each; ``counts``: the kinds found, summed, or by the event's seq
-        (a dict)."""
+        """``event`` of each, the events picked in one pass (``_may_hold``); ``counts``
+        gets the kinds found in each changed event, by its seq."""
         if not self.active:
             return list(events)
         out = list(events)
         for i in sorted(_may_hold(events)):
             found: Counter[str] = Counter()
             out[i] = self._walked(events[i], found)
-            if isinstance(counts, Counter):
-                counts.update(found)
-            elif counts is not None and found:
+            if counts is not None and found:
                 counts[events[i].seq] = found
         return out
 

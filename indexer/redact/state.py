@@ -84,19 +84,14 @@ def open_writer(conn: sqlite3.Connection, redaction: Redaction) -> bool:
     is written (``record_redaction``); raises ``RedactionModeError`` for step 4. A dir
     that needs no rebuild is recorded at once."""
     stored = recorded(conn)
-    wanted = _value(redaction)
-    current = "off" if stored is None else stored[0] + (f":{stored[1]}" if stored[1] else "")
-    if current == wanted and stored is not None:
+    was: RedactMode = "off" if stored is None else stored[0]  # no record: unredacted
+    current = "off" if stored is None or was == "off" else f"{was}:{stored[1]}"
+    empty = conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is None
+    if empty or current == _value(redaction):  # 1, 2 (and an older dir opened with off)
+        if stored is None or current != _value(redaction):
+            record_redaction(conn, redaction)
         return False
-    if conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is None:
-        record_redaction(conn, redaction)
-        return False
-    if current == wanted:  # an older dir, unredacted, opened with off
-        record_redaction(conn, redaction)
-        return False
-    was_store = stored is not None and stored[0] == "store"
-    if was_store != redaction.stores_redacted:
-        was = "off" if stored is None else stored[0]
+    if (was == "store") != redaction.stores_redacted:  # 4
         raise RedactionModeError(
             f"the data dir was written with --redact-secrets {was} and holds sessions; "
             f"{redaction.mode} cannot apply to the events it stores: use --redact-secrets "
