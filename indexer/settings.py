@@ -36,17 +36,6 @@ SourceFormat = Literal["auto", "dsh", "claude-code", "codex"]
 FORMAT_DESCRIPTION = "log format of the paths: auto (recognised), dsh, claude-code, codex"
 
 
-REDACT_DESCRIPTION = (
-    "secrets in session logs: on (never indexed or shown), store (also never stored),"
-    " off (upstream-exact output)"
-)
-
-
-def redact_secrets_field() -> Any:
-    """``--redact-secrets`` of every role that writes a data dir (docs/security.md)."""
-    return Field(default="on", description=REDACT_DESCRIPTION)
-
-
 def env_name(field: str) -> str:
     return ENV_PREFIX + field.upper()
 
@@ -157,18 +146,27 @@ class ServiceSettings(RoleSettings):
     )
 
 
-class StoreWriterSettings(RoleSettings):
+class RedactingSettings(RoleSettings):
+    """A role that may write a data dir decides what it redacts (docs/security.md)."""
+
+    redact_secrets: RedactMode = Field(
+        default="on",
+        description="secrets in session logs: on (never indexed or shown), store (also never"
+        " stored), off (upstream-exact output)",
+    )
+
+    @property
+    def redaction(self) -> Redaction:
+        return Redaction(self.redact_secrets)
+
+
+class StoreWriterSettings(RedactingSettings):
     """A role that may write a data dir; ``failpoint`` is the crash tests' aid
     (``indexer.failpoints``), never set in production."""
 
     failpoint: str | None = Field(
         default=None, description="test aid: kill the process at <point>:<n> (crash tests)"
     )
-    redact_secrets: RedactMode = redact_secrets_field()
-
-    @property
-    def redaction(self) -> Redaction:
-        return Redaction(self.redact_secrets)
 
     @field_validator("failpoint")
     @classmethod

@@ -7,14 +7,13 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from indexer.redact import Redaction, RedactMode
 from indexer.settings import (
     FORMAT_DESCRIPTION,
     KafkaSettings,
+    RedactingSettings,
     RoleSettings,
     ServiceSettings,
     SourceFormat,
-    redact_secrets_field,
 )
 from worker.limits import ToolLimits
 
@@ -74,7 +73,7 @@ class WorkerSettings(ServiceSettings):
         return self
 
 
-class ServeSettings(ServiceSettings):
+class ServeSettings(ServiceSettings, RedactingSettings):
     """Embedded mode: ingest and watch log files, answer over HTTP, no broker."""
 
     command: ClassVar[str] = "serve"
@@ -95,11 +94,6 @@ class ServeSettings(ServiceSettings):
     retention_check_ms: int = Field(
         default=60_000, ge=1, description="how often --retain-days looks for expired sessions"
     )
-    redact_secrets: RedactMode = redact_secrets_field()
-
-    @property
-    def redaction(self) -> Redaction:
-        return Redaction(self.redact_secrets)
 
 
 class CallSettings(RoleSettings):
@@ -179,7 +173,7 @@ class ManifestSettings(RoleSettings):
     tools: ToolLimits = Field(default_factory=ToolLimits)
 
 
-class McpSettings(ServiceSettings):
+class McpSettings(ServiceSettings, RedactingSettings):
     """``sessionq mcp``: the five tools as an MCP server, over the embedded store (``data``,
     optionally watching ``sessions``) or a Kafka cluster (``kafka``)."""
 
@@ -215,12 +209,6 @@ class McpSettings(ServiceSettings):
     key_id: str | None = Field(
         default=None, min_length=1, description="the signing key's id in the workers' keyring"
     )
-    redact_secrets: RedactMode = redact_secrets_field()  # with --sessions: it writes the dir
-
-    @property
-    def redaction(self) -> Redaction:
-        return Redaction(self.redact_secrets)
-
     @model_validator(mode="after")
     def _one_backend(self) -> McpSettings:
         if self.kafka is None and self.data is None:
