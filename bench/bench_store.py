@@ -209,9 +209,14 @@ def child_ingest_sessionq(args: dict[str, Any]) -> dict[str, Any]:
 
         jobs = default_jobs(int(args.get("jobs", 0)))
         kwargs["jobs"] = jobs
+    store_kwargs: dict[str, Any] = {}
+    if args.get("redaction") is not None:  # this code's Store takes a redaction mode
+        from indexer.redact import Redaction
+
+        store_kwargs["redaction"] = Redaction(args["redaction"])
     cpu0 = time.process_time()
     started = time.perf_counter()
-    store = Store(data)
+    store = Store(data, **store_kwargs)
     summary = ingest_files(store, files, **kwargs)
     committed = time.perf_counter()
     # This process's CPU (all threads) plus its ingest workers'.
@@ -463,7 +468,32 @@ def child_reads(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def child_redaction_cost(args: dict[str, Any]) -> dict[str, Any]:
+    """The CPU the detection alone takes over a corpus's index texts: every text event's
+    semantic text redacted as the writer does (``on``), best of 3 passes."""
+    from indexer.logs.reader import read_log
+    from indexer.redact import Redaction
+    from indexer.surface.text import extract_text
+
+    texts = []
+    for path in _corpus_files(Path(args["corpus"])):
+        for event in read_log(path).events:
+            text = extract_text(event.type, event.data)
+            if text:
+                texts.append(text)
+    on = Redaction("on")
+    on.text("warm up: token=abc")  # the rule set loads once per process
+    passes = []
+    for _ in range(3):
+        cpu = time.process_time()
+        for text in texts:
+            on.text(text)
+        passes.append(time.process_time() - cpu)
+    return {"texts": len(texts), "chars": sum(map(len, texts)), "cpu_seconds": min(passes)}
+
+
 CHILDREN: Final[dict[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "redaction-cost": child_redaction_cost,
     "ingest-sessionq": child_ingest_sessionq,
     "ingest-fts5": child_ingest_fts5,
     "tantivy-bare": child_tantivy_bare,
@@ -667,6 +697,21 @@ def report(results: dict[str, Any]) -> list[str]:
             )
         else:
             lines.append(f"corpus ({kind}): {c['files']:,} files, {_mb(c['bytes'])} of JSONL")
+    red = results.get("redaction")
+    if red:
+        lines.append(
+            f"redaction (mix): --redact-secrets on/off ingest wall x{red['ratio']:.3f}, CPU "
+            f"x{red['cpu_ratio']:.3f} (median of {len(red['pairs'])} interleaved rounds: "
+            + ", ".join(f"x{p['ratio']:.3f}" for p in red["pairs"])
+            + f"; on {red['on']['seconds']:.2f} s, off {red['off']['seconds']:.2f} s)"
+        )
+        if "detection" in red:
+            d = red["detection"]
+            lines.append(
+                f"redaction (mix): detection alone {d['cpu_seconds']:.3f} s CPU over "
+                f"{d['texts']:,} index texts = {red['detection_share']:.1%} of the off "
+                "ingest's CPU"
+            )
     lines.append("")
     lines.append(
         f"  {'ingest':<22} {'events':>11} {'documents':>10} {'wall':>9} {'cpu':>7} "
@@ -902,7 +947,15 @@ def _generate(kind: str, corpus: Path, size: int, seed: int) -> None:
     subprocess.run(cmd, cwd=ROOT, check=True)
 
 
-PHASES: Final = ("ingest-mix", "ingest-search", "bare", "search", "ingest-real", "reads")
+PHASES: Final = (
+    "ingest-mix",
+    "ingest-search",
+    "bare",
+    "search",
+    "ingest-real",
+    "reads",
+    "redaction",
+)
 REAL_CORPUS: Final = ROOT / "tests" / "data" / "dsh"
 
 
@@ -953,7 +1006,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "search": max(10, int(SEARCH_SESSIONS * args.scale)),
     }
     manifests: dict[str, dict[str, Any]] = {}
-    needs = {"mix": {"ingest-mix", "reads"}, "search": {"ingest-search", "bare", "search"}}
+    needs = {
+        "mix": {"ingest-mix", "reads", "redaction"},
+        "search": {"ingest-search", "bare", "search"},
+    }
     for kind in ("mix", "search"):
         corpus = out / f"corpus-{kind}"
         if not needs[kind] & phases and not (corpus / "manifest.json").exists():
@@ -994,6 +1050,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         corpus = REAL_CORPUS if kind == "real" else out / f"corpus-{kind}"
         results["ingest"][kind] = _ingest_phase(args, kind, corpus, data_root)
+
+    if "redaction" in phases:
+        results["redaction"] = _redaction_phase(args, out / "corpus-mix", data_root)
+    elif "redaction" in previous:
+        results["redaction"] = {**previous["redaction"], "reused_from": previous["started"]}
 
     if "reads" in phases:
         results["reads"] = _reads_phase(args, data_root)
@@ -1085,6 +1146,61 @@ def _ingest_phase(
         for sq, fts in zip(runs["sessionq"], runs["fts5"], strict=True)
     ]
     return entry
+
+
+def _redaction_phase(args: argparse.Namespace, corpus: Path, data_root: Path) -> dict[str, Any]:
+    """Ingest of mix (a) with ``--redact-secrets on`` (the default) and ``off``, the same
+    code, ``--ingest-reps`` interleaved rounds (odd rounds run ``off`` first); ``ratio``
+    is the median of the rounds' on/off wall-time ratios: the cost of redaction. On a
+    shared machine a round's wall time moves by more than that cost, so the phase also
+    times the detection alone over the corpus's index texts (``child_redaction_cost``):
+    ``detection_share`` is its CPU over the median ``off`` ingest's CPU."""
+    runs: dict[str, list[dict[str, Any]]] = {"on": [], "off": []}
+    for rnd in range(max(1, args.ingest_reps)):
+        for mode in ("on", "off") if rnd % 2 == 0 else ("off", "on"):
+            print(f"ingest (mix) --redact-secrets {mode} ...", flush=True)
+            data = data_root / f"mix-redaction-{mode}"
+            r = _run_child(
+                "ingest-sessionq",
+                {"corpus": str(corpus), "data": str(data), "jobs": args.jobs, "redaction": mode},
+            )
+            r["loadavg_after"] = _loadavg()
+            print(f"  {r['seconds']:.2f} s, {r['events'] / r['seconds']:,.0f} events/s", flush=True)
+            runs[mode].append(r)
+    pairs = [
+        {
+            "on_seconds": on["seconds"],
+            "off_seconds": off["seconds"],
+            "ratio": on["seconds"] / off["seconds"],
+        }
+        for on, off in zip(runs["on"], runs["off"], strict=True)
+    ]
+    ratio = float(statistics.median(p["ratio"] for p in pairs))
+    cpu = float(
+        statistics.median(
+            on["cpu_seconds"] / off["cpu_seconds"]
+            for on, off in zip(runs["on"], runs["off"], strict=True)
+        )
+    )
+    print(
+        f"redaction on/off: wall x{ratio:.3f} (median of {len(pairs)}), CPU x{cpu:.3f}", flush=True
+    )
+    cost = _run_child("redaction-cost", {"corpus": str(corpus)})
+    share = cost["cpu_seconds"] / float(statistics.median(r["cpu_seconds"] for r in runs["off"]))
+    print(
+        f"detection alone: {cost['cpu_seconds']:.3f} s CPU over {cost['texts']:,} texts "
+        f"({cost['chars']:,} characters) = {share:.1%} of the off ingest's CPU",
+        flush=True,
+    )
+    return {
+        "detection": cost,
+        "detection_share": share,
+        "on": _median_run(runs["on"]),
+        "off": _median_run(runs["off"]),
+        "pairs": pairs,
+        "ratio": ratio,
+        "cpu_ratio": cpu,
+    }
 
 
 def _median_run(reps: list[dict[str, Any]]) -> dict[str, Any]:

@@ -135,3 +135,10 @@ class BatchAbortedError(SessionqError):
     def __init__(self, message: str, *, index_committed: bool = False) -> None:
         super().__init__(message)
         self.index_committed = index_committed
+
+
+class RedactionModeError(SessionqError):
+    """The writer's ``--redact-secrets`` mode cannot apply to what the data dir stores
+    (``indexer.redact.state``)."""
+
+    code = INVALID_CONFIG

@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from indexer.failpoints import FailPoints
+from indexer.redact import Redaction, RedactMode
 
 ENV_PREFIX = "SESSIONQ_"
 EVENTS_TOPIC = "sessionq.events"
@@ -148,7 +149,21 @@ class ServiceSettings(RoleSettings):
     )
 
 
-class StoreWriterSettings(RoleSettings):
+class RedactingSettings(RoleSettings):
+    """A role that may write a data dir decides what it redacts (docs/security.md)."""
+
+    redact_secrets: RedactMode = Field(
+        default="on",
+        description="secrets in session logs: on (never indexed or shown), store (also never"
+        " stored), off (upstream-exact output)",
+    )
+
+    @property
+    def redaction(self) -> Redaction:
+        return Redaction(self.redact_secrets)
+
+
+class StoreWriterSettings(RedactingSettings):
     """A role that may write a data dir; ``failpoint`` is the crash tests' aid
     (``indexer.failpoints``), never set in production."""
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from indexer.logs.importers.common import AGENTS
 from indexer.model.header import DSH_AGENT
+from indexer.redact.counts import totals
+from indexer.redact.state import recorded
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.tables.connection import connect
 from indexer.store.tables.schema import stored_version
@@ -31,6 +33,8 @@ class StoreStats:
     # (indexer.logs.importers.common.AGENTS, zero when none), then any other tag; a
     # header without one is "dsh"
     agents: dict[str, dict[str, int]]
+    redaction: str  # the dir's --redact-secrets mode (indexer.redact.state)
+    redactions: dict[str, int]  # secrets the writer redacted, per kind
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,7 +70,7 @@ def store_stats(data_dir: Path) -> StoreStats:
     conn = connect(sqlite_path(data_dir), readonly=True)
     try:
         if stored_version(conn) is None:
-            return StoreStats(0, 0, 0, 0, 0, 0, {}, 0, 0, {})
+            return StoreStats(0, 0, 0, 0, 0, 0, {}, 0, 0, {}, "off", {})
         sessions, live, held, workspaces = conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(live), 0), COUNT(held), COUNT(DISTINCT cwd)"
             " FROM sessions"
@@ -74,6 +78,8 @@ def store_stats(data_dir: Path) -> StoreStats:
         # Seqs are contiguous from 0: a session holds next_seq events.
         (events,) = conn.execute("SELECT COALESCE(SUM(next_seq), 0) FROM sessions").fetchone()
         agents = _agent_counts(conn)
+        mode = recorded(conn)
+        redactions = totals(conn)
         offsets = {
             f"{t}[{p}]": o
             for t, p, o in conn.execute(
@@ -101,4 +107,6 @@ def store_stats(data_dir: Path) -> StoreStats:
         sqlite_bytes=sqlite_bytes,
         index_bytes=_dir_bytes(index_path(data_dir)),
         agents=agents,
+        redaction="off" if mode is None else mode[0],
+        redactions=redactions,
     )

@@ -19,6 +19,7 @@ from typing import Any
 from indexer.logs.watch import WatchRoot
 from indexer.metrics import Metrics
 from indexer.query.service import StoreQueryService
+from indexer.redact import DEFAULT, Redaction
 from indexer.sources.local import LocalSource
 from indexer.store.lease import Role
 from worker.limits import ToolLimits
@@ -41,6 +42,7 @@ class LocalService:
         retain_days: int | None = None,
         retention_check_s: float = 60.0,
         force_polling: bool = False,
+        redaction: Redaction = DEFAULT,
     ) -> None:
         self.data = data
         self.metrics = metrics if metrics is not None else Metrics(role)
@@ -53,6 +55,7 @@ class LocalService:
                 retain_days=retain_days,
                 retention_check_s=retention_check_s,
                 force_polling=force_polling,
+                redaction=redaction,
             )
             if roots
             else None

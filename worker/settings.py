@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from indexer.settings import (
     FORMAT_DESCRIPTION,
     KafkaSettings,
+    RedactingSettings,
     RoleSettings,
     ServiceSettings,
     SourceFormat,
@@ -89,7 +90,7 @@ WATCH_DESCRIPTION = (
 )
 
 
-class ServeSettings(ServiceSettings):
+class ServeSettings(ServiceSettings, RedactingSettings):
     """Embedded mode: ingest and watch log files, answer over HTTP, no broker."""
 
     command: ClassVar[str] = "serve"
@@ -196,7 +197,7 @@ class ManifestSettings(RoleSettings):
     tools: ToolLimits = Field(default_factory=ToolLimits)
 
 
-class McpSettings(ServiceSettings):
+class McpSettings(ServiceSettings, RedactingSettings):
     """``sessionq mcp``: the five tools as an MCP server, over the embedded store (``data``,
     optionally watching ``sessions``) or a Kafka cluster (``kafka``)."""
 
@@ -240,7 +241,6 @@ class McpSettings(ServiceSettings):
     key_id: str | None = Field(
         default=None, min_length=1, description="the signing key's id in the workers' keyring"
     )
-
     @model_validator(mode="after")
     def _one_backend(self) -> McpSettings:
         if self.kafka is None and self.data is None:

@@ -99,6 +99,18 @@ def trace_event(blocks: EventBlocks, session_id: str, seq: int) -> EventTrace:
     )
 
 
+def read_stored(
+    blocks: EventBlocks, session_id: str, first: int, last: int
+) -> list[tuple[int, str, bytes]]:
+    """Seq, type and raw JSON of the session's stored events ``first``..``last`` (clipped
+    to the log), undecoded."""
+    _, next_seq, key = session_header(blocks.conn, session_id)
+    return [
+        (e.seq, e.type, e.raw)
+        for e in blocks.read_range(key, max(0, first), min(next_seq - 1, last))
+    ]
+
+
 def check_window_bound(name: str, value: Any, window_max: int) -> int:
     if not is_safe_int(value) or not 0 <= value <= window_max:
         raise SessionQueryError(

@@ -6,6 +6,10 @@ A connection is only kept once the data dir has this release's store schema: whi
 indexer migrates an older dir (``indexer.store.tables.migrate``), calls fail with a clear
 SESSION_QUERY_PERSISTENCE_FAILED instead of reading half-known tables; so do they while the
 index of a dir has another format than this release's (``indexer.store.maintenance.index_format``).
+
+Events and titles are returned as the dir's recorded redaction says
+(``indexer.query.redacted``); it is read on every such call, so a writer that re-indexed
+the dir under another mode is honoured at once.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from indexer.model.search import EventMetadataFilter, Query, SessionFilter
 from indexer.query import events as event_reads
 from indexer.query import lineage, search, sessions, titles
 from indexer.query.filters import check_filters
+from indexer.query.redacted import redacted_titles, redacted_window
 from indexer.query.types import (
     EventRecord,
     EventSearchPage,
@@ -30,6 +35,8 @@ from indexer.query.types import (
     SessionTrace,
     TitleObservation,
 )
+from indexer.redact import Redaction
+from indexer.redact.state import reader_redaction
 from indexer.store.blocks.format import Codec
 from indexer.store.blocks.table import EventBlocks
 from indexer.store.layout import index_path, sqlite_path
@@ -170,12 +177,21 @@ class StoreQueryService:
     def read_event(
         self, session_id: str, seq: int, *, before: int = 0, after: int = 0
     ) -> EventWindow:
-        return event_reads.read_event(
+        window = event_reads.read_event(
             self._blocks, session_id, seq, before, after, self.read_window_max
+        )
+        return redacted_window(
+            self._redaction(),
+            window,
+            lambda first, last: event_reads.read_stored(self._blocks, session_id, first, last),
         )
 
     def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]:
-        return titles.read_title_snapshots(self._conn, session_ids)
+        observations = titles.read_title_snapshots(self._conn, session_ids)
+        return redacted_titles(self._redaction(), observations)
+
+    def _redaction(self) -> Redaction:
+        return reader_redaction(self._conn)
 
     def close(self) -> None:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

@@ -107,7 +107,7 @@ def ingest_files(
     pool = PoolStats()
     if jobs > 1 and worth_a_pool(items):
         outcomes: Iterable[tuple[Path | LogSource, Outcome]] = prepared(
-            items, jobs, lambda: _compression(store), pool
+            items, jobs, lambda: _compression(store), pool, store.redaction
         )
     else:
         outcomes = ((item, LOCAL) for item in items)

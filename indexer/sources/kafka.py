@@ -84,7 +84,12 @@ class Indexer:
         self.counters = IndexerCounters()
         self.lease = WriterLease(settings.data, "indexer")
         self.lease.acquire_or_fail()
-        self.store = Store(settings.data, on_purge=self._purged, failpoints=settings.failpoints)
+        self.store = Store(
+            settings.data,
+            on_purge=self._purged,
+            failpoints=settings.failpoints,
+            redaction=settings.redaction,
+        )
         self.loop = RecordLoop(self.store, self.metrics)
         self.source = EventsSource(kafka, kafka.events_topic)
         self.dlq = Producer(kafka, client_id="sessionq-indexer-dlq", max_request_size=DLQ_MAX_BYTES)

@@ -14,6 +14,10 @@ sequential ingest's, file for file.
 Workers are spawned (the writer process runs Tantivy's threads, which a fork must not
 copy) as the writer's own children, and each watches that its parent is alive: a writer
 killed outright (``SIGKILL``, the OOM killer) leaves no worker behind holding its pipes.
+They redact as the writer does (its ``Redaction``, given when they start; in ``store``
+mode a log is read expanded, its events redacted before they are planned, since packed
+chunk rows never become events to redact), and a plan carries the redaction it was made
+with: a writer of another redaction applies that file the ordinary way.
 They get the data dir's current dictionary when they start, and a chunk carries the
 new one after a commit trained it (``indexer.store.blocks.dictionaries``); a block names the
 dictionary it was compressed with, and the one it names stays in the dir while blocks use
@@ -27,7 +31,7 @@ import multiprocessing
 import os
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -37,6 +41,7 @@ from typing import Final, Literal
 from indexer.logs.importers.detect import LogSource, read_source
 from indexer.logs.reader import LogRejectedError, PackedLog, read_log_packed
 from indexer.model import SessionEvent
+from indexer.redact import OFF, Redaction
 from indexer.store.blocks.format import LEVEL, NO_DICTIONARY, Codec
 from indexer.store.blocks.packed import packed_block_rows
 from indexer.store.blocks.table import block_rows
@@ -102,12 +107,15 @@ def _path(item: Item) -> Path:
     return item.path if isinstance(item, LogSource) else item
 
 
-def prepare(item: Item, codec: Codec, dict_id: int, level: int) -> Outcome:
+def prepare(
+    item: Item, codec: Codec, dict_id: int, level: int, redaction: Redaction = OFF
+) -> Outcome:
     """Read and plan one file as a new session (runs in a worker)."""
     path = _path(item)
     try:
-        if isinstance(item, Path) or item.format == "dsh":
-            return _prepare_packed(read_log_packed(path), codec, dict_id, level)
+        packed = isinstance(item, Path) or item.format == "dsh"
+        if packed and not redaction.stores_redacted:
+            return _prepare_packed(read_log_packed(path), codec, dict_id, level, redaction)
         log = read_source(item)
     except LogRejectedError as exc:
         return Outcome("rejected", reason=str(exc))
@@ -116,25 +124,32 @@ def prepare(item: Item, codec: Codec, dict_id: int, level: int) -> Outcome:
     except Exception:  # the writer reads it again and reports it its own way
         return Outcome("local")
     if not log.events:
-        return Outcome("fresh", FreshLog(log.header, None, []))
+        return Outcome("fresh", FreshLog(log.header, None, [], redaction))
     if log.fold is None or len(log.fold.steps) != len(log.events) or log.events[0].seq != 0:
         return Outcome("local")
-    plan = plan_events(log.header, log.events, log.fold.steps, log.fold.state)
+    events, stored = log.events, dict[int, Counter[str]]()
+    if redaction.stores_redacted:
+        events = redaction.events(events, stored)
+    plan = plan_events(log.header, events, log.fold.steps, log.fold.state, redaction)
+    for found in stored.values():
+        plan.redactions.update(found)
     blocks = block_rows(plan.rows, codec, dict_id, level)
-    return Outcome("fresh", FreshLog(log.header, _shipped(plan), blocks))
+    return Outcome("fresh", FreshLog(log.header, _shipped(plan), blocks, redaction))
 
 
-def _prepare_packed(log: PackedLog, codec: Codec, dict_id: int, level: int) -> Outcome:
+def _prepare_packed(
+    log: PackedLog, codec: Codec, dict_id: int, level: int, redaction: Redaction
+) -> Outcome:
     """A dsh log read with its chunk rows packed: its blocks come from the rows."""
     if not log.items:
-        return Outcome("fresh", FreshLog(log.header, None, []))
-    plan = plan_packed(log)
+        return Outcome("fresh", FreshLog(log.header, None, [], redaction))
+    plan = plan_packed(log, redaction)
     if plan is None:  # chunk rows only: nothing to plan but the rows
         return Outcome("local")
     rows = iter(plan.rows)
     items = [next(rows) if isinstance(i, SessionEvent) else i for i in log.items]
     blocks = packed_block_rows(items, codec, dict_id, level)
-    return Outcome("fresh", FreshLog(log.header, _shipped(plan), blocks))
+    return Outcome("fresh", FreshLog(log.header, _shipped(plan), blocks, redaction))
 
 
 def _shipped(plan: WritePlan) -> WritePlan:
@@ -163,13 +178,15 @@ class _Worker:
 
     codec = Codec()
     compression = Compression(NO_DICTIONARY, b"", LEVEL)
+    redaction = OFF
 
 
 WATCH_INTERVAL_S: Final = 0.2
 
 
-def _start_worker(owner: int, compression: Compression) -> None:
+def _start_worker(owner: int, compression: Compression, redaction: Redaction) -> None:
     _use(compression)
+    _Worker.redaction = redaction
     threading.Thread(target=_exit_with, args=(owner,), name="owner-watch", daemon=True).start()
 
 
@@ -196,7 +213,9 @@ def prepare_chunk(
     if compression is not None:
         _use(compression)
     c = _Worker.compression
-    outcomes = [prepare(item, _Worker.codec, c.dict_id, c.level) for item in items]
+    outcomes = [
+        prepare(item, _Worker.codec, c.dict_id, c.level, _Worker.redaction) for item in items
+    ]
     return outcomes, time.process_time() - cpu
 
 
@@ -223,17 +242,19 @@ def prepared(
     jobs: int,
     compression: Callable[[], Compression],
     stats: PoolStats | None = None,
+    redaction: Redaction = OFF,
 ) -> Iterator[tuple[Item, Outcome]]:
     """Every item with its outcome, in order; at most ``IN_FLIGHT * jobs`` chunks in
     flight (the writer's pace bounds the memory held by finished ones). ``compression`` is asked
-    before each chunk: a commit may have trained the dir's own dictionary meanwhile."""
+    before each chunk: a commit may have trained the dir's own dictionary meanwhile.
+    ``redaction``: the writer's (``Store.redaction``)."""
     context = multiprocessing.get_context("spawn")
     first = compression()
     with ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=context,
         initializer=_start_worker,
-        initargs=(os.getpid(), first),
+        initargs=(os.getpid(), first, redaction),
     ) as pool:
         pending: deque[tuple[list[Item], Future[tuple[list[Outcome], float]]]] = deque()
         stats = stats if stats is not None else PoolStats()

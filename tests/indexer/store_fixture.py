@@ -28,6 +28,7 @@ from indexer.errors import RecordRejectedError
 from indexer.logs.reader import read_log
 from indexer.model.records import EventsRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
+from indexer.redact import DEFAULT, Redaction
 from indexer.sources.files import ingest_files
 from indexer.stats import store_stats
 from indexer.store.records.store import Store
@@ -76,9 +77,9 @@ def _appended_events(next_seq: int, time: int) -> list[dict[str, Any]]:
     ]
 
 
-def build(data_dir: Path) -> None:
+def build(data_dir: Path, redaction: Redaction = DEFAULT) -> None:
     """Write the fixture's data dir with the code of this checkout (see the docstring)."""
-    store = Store(data_dir)
+    store = Store(data_dir, redaction=redaction)
     try:
         summary = ingest_files(store, log_paths())
         assert not summary.rejected, summary.rejected
@@ -167,7 +168,7 @@ def outputs(data_dir: Path) -> dict[str, Any]:
     stats = store_stats(data_dir).to_json()
     # Sizes change with the layout; the per-agent counts came after the fixture's release
     # (issue 12: the migration test checks them on their own).
-    for key in ("sqlite_bytes", "index_bytes", "agents"):
+    for key in ("sqlite_bytes", "index_bytes", "agents", "redaction", "redactions"):
         stats.pop(key, None)
     return {
         "replies": replies,

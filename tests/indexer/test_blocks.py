@@ -19,6 +19,8 @@ from indexer.logs.reader import LogRejectedError, read_log
 from indexer.logs.roots import discover
 from indexer.model.records import DeleteRecord, EventsRecord, HeaderRecord
 from indexer.query.service import StoreQueryService
+from indexer.redact import Redaction
+from indexer.redact.chunks import delta_of
 from indexer.sources.files import ingest_files
 from indexer.store.blocks import format as block_format
 from indexer.store.blocks.format import (
@@ -173,8 +175,12 @@ class CountingCodec(Codec):
         return super().decompress(data, did)
 
 
-def test_an_exact_read_decompresses_one_block(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
+@pytest.mark.parametrize("mode", ["off", "on"])
+def test_an_exact_read_decompresses_one_block(tmp_path: Path, mode: str) -> None:
+    """One block per exact read; with redaction on, a streamed delta chunk also reads
+    the deltas beside it (a secret may be split over them: ``indexer.redact.chunks``),
+    every other event still one block."""
+    store = Store(tmp_path / "data", redaction=Redaction(mode))  # type: ignore[arg-type]
     try:
         ingest_files(store, discover([CORPUS_DIR]))
     finally:
@@ -192,8 +198,12 @@ def test_an_exact_read_decompresses_one_block(tmp_path: Path) -> None:
     try:
         for seq in (0, 3, 200, 1000):
             counting.decompressed = 0
-            service.read_event(sid, seq)
-            assert counting.decompressed == 1
+            window = service.read_event(sid, seq)
+            chunk = delta_of(window.target) is not None
+            if mode == "on" and chunk:
+                assert 1 <= counting.decompressed <= 3  # the blocks of its delta run
+            else:
+                assert counting.decompressed == 1
             counting.decompressed = 0
             service.trace_event(sid, seq)
             assert counting.decompressed == 1

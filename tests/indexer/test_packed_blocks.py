@@ -12,6 +12,7 @@ import pytest
 
 from indexer.logs.reader import LogRejectedError, read_log, read_log_packed
 from indexer.model import SessionEvent
+from indexer.redact import OFF
 from indexer.store.blocks.format import BLOCK_EVENTS, Codec, decode
 from indexer.store.blocks.packed import packed_block_rows
 from indexer.store.blocks.table import block_rows
@@ -41,8 +42,8 @@ def _both(path: Path) -> tuple[list[Any], list[Any]] | None:
     assert packed.count == len(log.events)
     if not log.events:
         return None
-    plan = plan_events(log.header, log.events, log.fold.steps, log.fold.state)
-    other = plan_packed(packed)
+    plan = plan_events(log.header, log.events, log.fold.steps, log.fold.state, OFF)
+    other = plan_packed(packed, OFF)
     if other is None:
         return None
     for name in PLAN_FIELDS:

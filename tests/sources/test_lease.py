@@ -86,6 +86,7 @@ def test_a_waiting_one_shot_writer_is_wanted_and_gets_its_turn(tmp_path: Path) -
     thread = threading.Thread(target=one_shot)
     thread.start()
     _wait_until(standing.wanted)  # the standing writer sees the waiting one
+    _wait_until(lambda: told)  # ... which was told who holds the lease
     standing.release()  # ... and hands the lease over between two batches
     thread.join(timeout=60)
     assert got == [True] and told == ["serve"]

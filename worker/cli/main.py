@@ -14,14 +14,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import KafkaAccessError, UndeliverableError
+from indexer.errors import KafkaAccessError, RedactionModeError, UndeliverableError
 from indexer.logs.importers.detect import FORMATS
 from indexer.store.lease import DataDirBusyError
 from worker.cli.delete_command import add_delete_command
 from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
 from worker.cli.keys_command import add_keys_command
 from worker.cli.mcp_command import add_mcp_command
-from worker.cli.options import EXIT_FAILED, EXIT_USAGE, nonneg_int, positive_int, setting
+from worker.cli.options import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    fail,
+    nonneg_int,
+    positive_int,
+    redact_flag,
+    setting,
+)
 from worker.cli.serve_command import cmd_serve
 from worker.cli.snapshot_command import add_indexer_snapshot_flags, add_snapshot_command
 from worker.cli.store_commands import (
@@ -107,6 +115,7 @@ def _store_commands(sub: argparse._SubParsersAction[Any]) -> None:
         type=nonneg_int,
         help="worker processes that read and plan the logs (0: one per CPU core; 1: none)",
     )
+    redact_flag(p)
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("stats", help="what a data directory holds")
@@ -169,6 +178,7 @@ def _kafka_commands(sub: argparse._SubParsersAction[Any]) -> None:
     _data(p)
     add_indexer_snapshot_flags(p)
     _retention(p)
+    redact_flag(p)
     _ops(p)
     p.set_defaults(handler=cmd_indexer)
 
@@ -247,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)"
     )
     _retention(p)
+    redact_flag(p)
     _tool_limits(p)
     _logs(p)
     p.set_defaults(handler=cmd_serve)
@@ -267,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataDirBusyError as exc:
         print(f"sessionq {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except RedactionModeError as exc:  # --redact-secrets the data dir cannot take
+        fail(args.command, exc.message)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from worker.cli.options import (
     EXIT_USAGE,
     data_exists,
     fail,
+    redact_flag,
     setting,
     settings_from,
 )
@@ -46,6 +47,7 @@ def add_mcp_command(
     setting(p, "--workspace", help="the caller's cwd, vouched for in its token (Kafka)")
     setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
     setting(p, "--key-id", help="the signing key's id in the workers' keyring")
+    redact_flag(p)
     tool_limits(p)
     logs(p)
     p.set_defaults(handler=cmd_mcp)
@@ -93,6 +95,7 @@ def _backend(settings: McpSettings, roots: list[Path]) -> Any:
         [WatchRoot(r, fmt) for r in roots],
         settings.tools,
         force_polling=settings.watch == "poll",
+        redaction=settings.redaction,
     )
 
 

@@ -31,6 +31,17 @@ def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
     parser.add_argument(flag, dest=name, default=argparse.SUPPRESS, **kwargs)
 
 
+def redact_flag(parser: argparse.ArgumentParser) -> None:
+    """``--redact-secrets`` of a command that writes a data dir (docs/security.md)."""
+    setting(
+        parser,
+        "--redact-secrets",
+        choices=["off", "on", "store"],
+        help="secrets in the logs: on (never indexed or shown; default), store (also never"
+        " stored), off (upstream-exact output)",
+    )
+
+
 def _describe(error: Mapping[str, Any]) -> str:
     loc = [str(part) for part in error.get("loc", ()) if isinstance(part, str)]
     if not loc:  # a rule over several settings: its message names them

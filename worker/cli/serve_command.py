@@ -74,6 +74,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             retain_days=settings.retain_days,
             retention_check_s=settings.retention_check_ms / 1000,
             force_polling=settings.watch == "poll",
+            redaction=settings.redaction,
         )
         names = allowed_names(host, settings.allowed_hosts)
         runner = await serve_on(HttpApi(local, token=token).app(names), sock)

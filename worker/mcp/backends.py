@@ -28,6 +28,7 @@ from typing import Any, Protocol, TypeVar
 from indexer.logs.watch import WatchRoot
 from indexer.query.protocol import QueryService
 from indexer.query.service import StoreQueryService
+from indexer.redact import DEFAULT, Redaction
 from indexer.settings import KafkaSettings
 from worker.authn.tokens import CallerSigner
 from worker.contract.deadline import CancelToken, Deadline
@@ -74,10 +75,16 @@ class EmbeddedBackend:
         limits: ToolLimits,
         *,
         force_polling: bool = False,
+        redaction: Redaction = DEFAULT,
     ) -> None:
         self.limits = limits
         self.local = LocalService(
-            data, roots, role="mcp", limits=limits, force_polling=force_polling
+            data,
+            roots,
+            role="mcp",
+            limits=limits,
+            force_polling=force_polling,
+            redaction=redaction,
         )
         self.pipeline = self.local.pipeline
         self._tasks: set[asyncio.Task[Any]] = set()

@@ -39,6 +39,7 @@ from indexer.failpoints import DISARMED, FailPoints
 from indexer.logs.notify import ChangeNotifier, Mode
 from indexer.logs.watch import WatchRoot
 from indexer.metrics import Metrics
+from indexer.redact import DEFAULT, Redaction
 from indexer.sources.local.applier import Applier, ApplyStatus
 from indexer.sources.local.housekeeping import Housekeeping
 from indexer.sources.loop import RecordLoop
@@ -80,7 +81,10 @@ class LocalSource:
         retention_check_s: float = 60.0,
         force_polling: bool = False,
         failpoints: FailPoints = DISARMED,
+        redaction: Redaction = DEFAULT,
     ) -> None:
+        """``redaction``: what this process redacts when it writes (``indexer.redact``;
+        the data dir records the mode of its writers)."""
         self.data = data
         self.roots = tuple(roots)
         self.metrics = metrics if metrics is not None else Metrics(role)
@@ -89,6 +93,7 @@ class LocalSource:
         self.status = SourceStatus()
         self.force_polling = force_polling
         self.failpoints = failpoints
+        self.redaction = redaction
         self.housekeeping = Housekeeping(self.metrics, retain_days, retention_check_s)
         self._registration = self.registry.register(self.roots) if self.roots else None
         self._stopping = asyncio.Event()
@@ -205,7 +210,12 @@ class LocalSource:
         return notifier
 
     def _open_store(self) -> Store:
-        return Store(self.data, on_purge=self._purged, failpoints=self.failpoints)
+        return Store(
+            self.data,
+            on_purge=self._purged,
+            failpoints=self.failpoints,
+            redaction=self.redaction,
+        )
 
     def _purged(self, report: PurgeReport) -> None:
         self.metrics.purge_seconds.observe(report.seconds)

@@ -67,13 +67,18 @@ def check_index_format(conn: sqlite3.Connection) -> None:
         )
 
 
-def clear_stale_index(conn: sqlite3.Connection, index_dir: Path) -> bool:
+def clear_stale_index(conn: sqlite3.Connection, index_dir: Path, *, redacted: bool = False) -> bool:
     """Writer, before it opens the index: whether it must be rebuilt, and if so remove
-    the old one (Tantivy refuses to open an index of another schema)."""
+    the old one (Tantivy refuses to open an index of another schema). ``redacted``: its
+    documents were redacted otherwise than this writer redacts (``indexer.redact.state``),
+    so it is rebuilt whatever its format."""
     fmt = stored_index_format(conn)
-    if fmt == INDEX_FORMAT:
+    if fmt == INDEX_FORMAT and not redacted:
         return False
-    log.info("the data dir has index format %s: rebuilding it as %s", fmt, INDEX_FORMAT)
+    if fmt == INDEX_FORMAT:
+        log.info("the data dir's index was redacted otherwise: rebuilding it")
+    else:
+        log.info("the data dir has index format %s: rebuilding it as %s", fmt, INDEX_FORMAT)
     shutil.rmtree(index_dir, ignore_errors=True)
     return True
 

@@ -14,6 +14,7 @@ that part. A whole log read from seq 0 never has any.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from indexer.logs.chunks import PackedChunks
 from indexer.logs.reader import PackedLog
 from indexer.model import SessionEvent, SessionHeader
 from indexer.model.event import SURFACE_ELIGIBLE
+from indexer.redact import Redaction
 from indexer.store.blocks.format import StoredEvent
 from indexer.store.tables.schema import source_runs
 from indexer.store.tantivy import IndexDoc
@@ -49,6 +51,7 @@ class WritePlan:
     last_time: int
     events: int  # len(rows), kept when the rows travel as built blocks instead
     docs: list[IndexDoc] = field(default_factory=list)
+    redactions: Counter[str] = field(default_factory=Counter)  # secrets kept out, by kind
 
 
 def title_json(event: SessionEvent) -> str:
@@ -87,9 +90,11 @@ def plan_events(
     new: Sequence[SessionEvent],
     steps: Sequence[FoldStep],
     fold: SurfaceFold,
+    redaction: Redaction,
 ) -> WritePlan:
     """The writes of ``new`` (contiguous, continuing the session, folded into ``steps``
-    and ``fold``)."""
+    and ``fold``). Documents hold the text ``redaction`` leaves; a row is marked indexed
+    by its extracted text, redacted or not."""
     sid = header.id
     surface: dict[int, str] = {}
     replaced_by: dict[int, int] = {}
@@ -109,6 +114,8 @@ def plan_events(
             surface[s] = "shadowed"
 
     texts = {e.seq: extract_text(e.type, e.data) for e in new}
+    redactions: Counter[str] = Counter()
+    shown = {seq: redaction.text(text, redactions) for seq, text in texts.items() if text}
     rows = [
         StoredEvent(e.seq, e.type, e.time, surface[e.seq], bool(texts[e.seq]), e.raw) for e in new
     ]
@@ -130,18 +137,19 @@ def plan_events(
         title_json=title_json(last_title) if last_title is not None else None,
         last_time=new[-1].time,
         events=len(rows),
-        docs=[index_doc(header, e, surface[e.seq], texts[e.seq]) for e in new if texts[e.seq]],
+        docs=[index_doc(header, e, surface[e.seq], shown[e.seq]) for e in new if texts[e.seq]],
+        redactions=redactions,
     )
 
 
-def plan_packed(log: PackedLog) -> WritePlan | None:
+def plan_packed(log: PackedLog, redaction: Redaction) -> WritePlan | None:
     """``plan_events`` of a whole log read packed (``read_log_packed``); ``None`` for a
     log of chunk rows only. A row's members are log-only chunks without text or sources:
     they add nothing but their count and, when they end the log, its last time. The
     plan's rows are the events only (``packed_blocks`` adds the rows' members)."""
     if not log.events:
         return None
-    plan = plan_events(log.header, log.events, log.fold.steps, log.fold.state)
+    plan = plan_events(log.header, log.events, log.fold.steps, log.fold.state, redaction)
     plan.first_seq = 0
     plan.events = log.count
     last = log.items[-1]
@@ -160,3 +168,4 @@ class FreshLog:
     header: SessionHeader
     plan: WritePlan | None  # None: a log without events
     blocks: list[tuple[int, int, int, bytes]]
+    redaction: Redaction  # what it was planned with: a writer of another mode re-reads it

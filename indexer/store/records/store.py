@@ -41,6 +41,9 @@ from indexer.errors import (
 from indexer.failpoints import DISARMED, FailPoints
 from indexer.logs.reader import SessionLog
 from indexer.model.records import EventStreamRecord, record_session_id
+from indexer.redact import DEFAULT, Redaction
+from indexer.redact.counts import ensure_table
+from indexer.redact.state import open_writer, record_redaction
 from indexer.store.blocks.dictionaries import Dictionaries
 from indexer.store.failure import describe, is_disk_full
 from indexer.store.layout import index_path, sqlite_path
@@ -63,7 +66,8 @@ def _session_of(unit: EventStreamRecord | SessionLog) -> str:
 class Store:
     """The writer side of a data directory. Opening a dir written by an older release
     migrates its tables in place first (``indexer.store.tables.migrate``), then rebuilds its
-    index if that has an older format (``indexer.store.maintenance.index_format``)."""
+    index if that has an older format (``indexer.store.maintenance.index_format``) or was
+    redacted otherwise than ``redaction`` says (``indexer.redact.state``)."""
 
     def __init__(
         self,
@@ -74,21 +78,39 @@ class Store:
         purge_interval_s: float | None = MIN_INTERVAL_S,
         on_purge: Callable[[PurgeReport], None] | None = None,
         failpoints: FailPoints = DISARMED,
+        redaction: Redaction = DEFAULT,
     ) -> None:
         """``purge_interval_s``: the least time between two purge passes
         (``indexer.store.maintenance.purge``); None never purges. ``failpoints``: the
-        crash tests' kill points (``indexer.failpoints``), disarmed but in those tests."""
+        crash tests' kill points (``indexer.failpoints``), disarmed but in those tests.
+        ``redaction``: the ``--redact-secrets`` mode (``indexer.redact``); a mode the dir
+        cannot take raises ``RedactionModeError`` before anything is written."""
         data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
         self.tables = SqliteTables(sqlite_path(data_dir), failpoints)
-        stale = clear_stale_index(self.tables.conn, index_path(data_dir))
+        try:
+            ensure_table(self.tables.conn)
+            redacted = open_writer(self.tables.conn, redaction)
+        except BaseException:
+            self.tables.close()
+            raise
+        self.redaction = redaction
+        stale = clear_stale_index(self.tables.conn, index_path(data_dir), redacted=redacted)
         self.index = TantivyIndex(
             index_path(data_dir), writable=True, heap_bytes=heap_bytes, threads=threads
         )
         self.dictionaries = Dictionaries(self.tables, failpoints)
-        self.writer = StoreWriter(self.tables, self.index, self.dictionaries)
+        self.writer = StoreWriter(self.tables, self.index, self.dictionaries, redaction)
         if stale:
-            rebuild(self.tables.conn, self.writer.reindex, self.index.flush, self.index.commit)
+            with self.tables.tx.step():  # the recounted redactions commit with the format
+                rebuild(
+                    self.tables.conn,
+                    lambda ids: self.writer.reindex(ids, recount=True),
+                    self.index.flush,
+                    self.index.commit,
+                )
+                if redacted:
+                    record_redaction(self.tables.conn, redaction)
         self.checkpoint = Checkpoint(self.tables, self.index, failpoints)
         self.purger = Purger(
             self.tables,

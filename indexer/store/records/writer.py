@@ -2,7 +2,7 @@
 index documents.
 
 ``StoreWriter`` validates and writes; it never commits and never undoes. Atomicity is
-the record path's (``indexer.store.data_dir.Store.apply``): it runs each call inside a
+the record path's (``indexer.store.records.store.Store.apply``): it runs each call inside a
 savepoint and an index mark, and rolls both back when the call raises. A rejection
 never writes on its own account: the one state change it may ask for, marking a
 session *held* after a seq gap, travels on the error (``RecordRejectedError.hold``).
@@ -10,6 +10,7 @@ session *held* after a seq gap, travels on the error (``RecordRejectedError.hold
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ from indexer.model.records import (
     HeaderRecord,
     LifecycleRecord,
 )
+from indexer.redact import Redaction
+from indexer.redact.counts import add_counts, reset_counts
 from indexer.store.blocks.dictionaries import Dictionaries
 from indexer.store.blocks.table import BlockRow
 from indexer.store.records.plan import FreshLog, WritePlan, index_doc, plan_events
@@ -62,14 +65,23 @@ def _decode(raw: bytes) -> SessionEvent:
 
 
 class StoreWriter:
-    """Applies event-stream records to the tables and the index (one writer per data dir)."""
+    """Applies event-stream records to the tables and the index (one writer per data dir).
+
+    ``redaction`` is the dir's (``indexer.redact.state``): documents hold redacted text
+    unless it is ``off``; with ``store`` each incoming event is redacted first, so the
+    re-delivery check, the rows, the blocks and the title all see the redacted event."""
 
     def __init__(
-        self, tables: SqliteTables, index: TantivyIndex, dictionaries: Dictionaries
+        self,
+        tables: SqliteTables,
+        index: TantivyIndex,
+        dictionaries: Dictionaries,
+        redaction: Redaction,
     ) -> None:
         self.tables = tables
         self.index = index
         self.dictionaries = dictionaries
+        self.redaction = redaction
 
     def apply(self, record: EventStreamRecord) -> Applied:
         """Validate then write one decoded record; raises ``RecordRejectedError``."""
@@ -112,6 +124,8 @@ class StoreWriter:
     def apply_fresh(self, fresh: FreshLog) -> Applied | None:
         """A log planned elsewhere for a new session; ``None`` (nothing written) when the
         store already holds the session: then it must be applied as a log."""
+        if fresh.redaction != self.redaction:
+            return None  # planned under another mode: applied as a log, the ordinary way
         head = self.apply_header(fresh.header)  # a stored session: no-op (or a conflict)
         if head.noop:
             return None
@@ -177,9 +191,15 @@ class StoreWriter:
         state = self.tables.session_state(session_id)
         if state is None:
             raise RecordRejectedError(f'session "{session_id}" has no header', UNKNOWN_SESSION)
+        stored_counts: dict[int, Counter[str]] = {}
+        if self.redaction.stores_redacted:
+            events = self.redaction.events(events, stored_counts)
         new = self._drop_redelivered(session_id, state.next_seq, events)
         if not new:
             return Applied("events", session_id, noop=True)
+        kept: Counter[str] = Counter()
+        for e in new:
+            kept.update(stored_counts.get(e.seq, ()))
         if new[0].seq != state.next_seq:
             reason = f"session event seq {new[0].seq} is not contiguous; expected {state.next_seq}"
             raise RecordRejectedError(reason, SEQ_GAP, hold=reason)
@@ -187,7 +207,7 @@ class StoreWriter:
         header = SessionHeader.model_validate_json(state.header_json)
         if folded is not None and state.next_seq == 0 and len(folded.steps) == len(new):
             # A whole log a reader already folded from seq 0: its steps are this fold.
-            return self._write(header, new, folded.steps, folded.state)
+            return self._write(header, new, folded.steps, folded.state, kept)
         fold = SurfaceFold(state.surface, state.next_seq)
         in_batch: dict[int, SessionEvent] = {}
 
@@ -208,7 +228,15 @@ class StoreWriter:
                     f"invalid session surface at seq {event.seq}: {exc.message}", INVALID_SURFACE
                 ) from exc
             in_batch[event.seq] = event
-        return self._write(header, new, steps, fold)
+        return self._write(header, new, steps, fold, kept)
+
+    def _same_redacted(self, stored: bytes, event: SessionEvent) -> bool:
+        """``store`` mode: a stored event redacted by another rule set than the
+        re-delivered copy (redacted by this one) is the same event when this rule set
+        redacts both alike."""
+        if not self.redaction.stores_redacted:
+            return False
+        return self.redaction.event(_decode(stored)).raw == event.raw
 
     def _drop_redelivered(
         self, session_id: str, next_seq: int, events: Sequence[SessionEvent]
@@ -218,7 +246,7 @@ class StoreWriter:
             stored = self.tables.raw_events(session_id, [e.seq for e in overlap])
             for e in overlap:
                 row = stored.get(e.seq)
-                if row is None or row.raw != e.raw:
+                if row is None or (row.raw != e.raw and not self._same_redacted(row.raw, e)):
                     raise RecordRejectedError(
                         f"event seq {e.seq} conflicts with the stored event of session "
                         f'"{session_id}"',
@@ -232,8 +260,11 @@ class StoreWriter:
         new: Sequence[SessionEvent],
         steps: Sequence[FoldStep],
         fold: SurfaceFold,
+        stored_redactions: Counter[str],
     ) -> Applied:
-        return self.apply_plan(header, plan_events(header, new, steps, fold))
+        plan = plan_events(header, new, steps, fold, self.redaction)
+        plan.redactions.update(stored_redactions)
+        return self.apply_plan(header, plan)
 
     def apply_plan(
         self, header: SessionHeader, plan: WritePlan, blocks: Sequence[BlockRow] | None = None
@@ -258,7 +289,8 @@ class StoreWriter:
                 row = stored[s]
                 if row.indexed:
                     ev = _decode(row.raw)
-                    docs.append(index_doc(header, ev, "shadowed", extract_text(ev.type, ev.data)))
+                    docs.append(index_doc(header, ev, "shadowed", self._text(ev)))
+        add_counts(self.tables.conn, sid, plan.redactions)
         self.tables.insert_source_runs(sid, plan.source_runs)
         self.tables.update_fold_state(
             sid,
@@ -275,11 +307,15 @@ class StoreWriter:
             self.index.upsert(docs)
         return Applied("events", sid, events=plan.events, documents=len(docs))
 
-    def reindex(self, session_ids: Iterable[str]) -> int:
+    def reindex(self, session_ids: Iterable[str], *, recount: bool = False) -> int:
         """Stage each session's index documents anew from the committed rows (the repair
-        after a commit whose Tantivy step landed and whose SQLite step did not); a
-        session the tables do not hold loses its documents. Returns documents staged."""
+        after a commit whose Tantivy step landed and whose SQLite step did not, a purge
+        pass, a rebuild of the index); a session the tables do not hold loses its
+        documents. Returns documents staged. ``recount`` (a rebuild, inside a
+        transaction): the sessions' redaction counts are counted anew with the documents,
+        but in ``store`` mode, where they count what was kept out of the stored events."""
         staged = 0
+        recount = recount and not self.redaction.stores_redacted
         for sid in session_ids:
             self.index.delete_session(sid)
             state = self.tables.session_state(sid)
@@ -287,11 +323,17 @@ class StoreWriter:
                 continue
             header = SessionHeader.model_validate_json(state.header_json)
             docs = []
+            counts: Counter[str] = Counter()
             for row in self.tables.indexed_events(sid):
                 event = _decode(row.raw)
-                docs.append(
-                    index_doc(header, event, row.surface, extract_text(event.type, event.data))
-                )
+                docs.append(index_doc(header, event, row.surface, self._text(event, counts)))
+            if recount:
+                reset_counts(self.tables.conn, sid)
+                add_counts(self.tables.conn, sid, counts)
             self.index.upsert(docs)
             staged += len(docs)
         return staged
+
+    def _text(self, event: SessionEvent, counts: Counter[str] | None = None) -> str:
+        """The index text of a stored event, redacted as the dir's mode says."""
+        return self.redaction.text(extract_text(event.type, event.data), counts)

@@ -72,6 +72,15 @@ CREATE TABLE IF NOT EXISTS replacements (
   PRIMARY KEY (session_key, seq)
 ) WITHOUT ROWID;
 
+-- Secrets the writer redacted, per session and kind (indexer/redact/counts.py). Added
+-- without a schema version: the writer creates it in a dir that lacks it.
+CREATE TABLE IF NOT EXISTS redactions (
+  session_key INTEGER NOT NULL,
+  kind        TEXT NOT NULL,
+  count       INTEGER NOT NULL,
+  PRIMARY KEY (session_key, kind)
+) WITHOUT ROWID;
+
 -- consumed offsets, committed in the same transaction as the rows they produced.
 CREATE TABLE IF NOT EXISTS offsets (
   topic       TEXT NOT NULL,

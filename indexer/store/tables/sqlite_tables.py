@@ -166,12 +166,13 @@ class SqliteTables:
         self.conn.execute("UPDATE sessions SET held = ? WHERE id = ?", (reason, session_id))
 
     def delete_session(self, session_id: str) -> int | None:
-        """Every row of the session: its blocks, marks, links, replacements, watched source
-        and the session row. Returns the session's key (None: it was not stored)."""
+        """Every row of the session: its blocks, marks, links, replacements, redaction
+        counts, watched source and the session row. Returns the session's key (None: it
+        was not stored)."""
         key = self._key(session_id)
         if key is not None:
             self.blocks.delete(key)
-            for table in ("source_runs", "replacements"):
+            for table in ("source_runs", "replacements", "redactions"):
                 self.conn.execute(f"DELETE FROM {table} WHERE session_key = ?", (key,))
         self.conn.execute("DELETE FROM watched_sources WHERE session_id = ?", (session_id,))
         self.conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))

@@ -4,7 +4,7 @@ and one AsyncAPI 3.0 document for sessionq's four topics.
 The pydantic models (``indexer.model.records``, ``worker.contract.envelopes``) are the source of
 truth; this package adds what the models cannot say (field descriptions, the header and
 event envelope rules that ``parse_header`` / ``check_envelope`` enforce in code, the
-wire form of a reply, the dead-letter value built by ``indexer.kafka.indexer.dead_letter``).
+wire form of a reply, the dead-letter value built by ``indexer.kafka.dead_letter.dead_letter``).
 
 ``python -m worker.devtools.protocol_docs [--out docs] [--check]`` writes
 ``<out>/schemas/<name>.schema.json`` and ``<out>/asyncapi.json``. The output is

@@ -1,8 +1,8 @@
 """The hand-written parts of the protocol docs: what the envelope models cannot say.
 
 The header and event envelope rules that ``parse_header`` / ``check_envelope`` enforce in
-code, the dead-letter value built by ``indexer.kafka.indexer.dead_letter``, field descriptions
-by model title and the wire form of a reply (``Reply.to_json``).
+code, the dead-letter value built by ``indexer.kafka.dead_letter.dead_letter``, field
+descriptions by model title and the wire form of a reply (``Reply.to_json``).
 """
 
 from __future__ import annotations
@@ -106,8 +106,9 @@ SESSION_EVENT: Final[Schema] = {
 DEAD_LETTER: Final[Schema] = {
     "title": "DeadLetter",
     "description": (
-        "The value sessionq writes to the dead-letter topic (`indexer.kafka.indexer.dead_letter`) "
-        "for an events record it could not parse or apply, and for a requests record that "
+        "The value sessionq writes to the dead-letter topic "
+        "(`indexer.kafka.dead_letter.dead_letter`) for an events record it could not parse or "
+        "apply, and for a requests record that "
         "names no usable id and reply topic. The record key is the original record's key."
     ),
     "type": "object",

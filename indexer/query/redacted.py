@@ -1,0 +1,55 @@
+"""What readers show of a data dir that redacts secrets: its recorded redaction
+(``indexer.redact.state.reader_redaction``) applied to every event and title a read
+returns. Snippets need nothing here: they are cut from the index text, which the writer
+redacted already.
+
+An event is redacted as decoded JSON (``Redaction.event``), so ``session_event_read``'s
+unabridged JSON stays valid and its neighbour summaries, extracted from the redacted
+event, hold the same markers. A target that is a streamed delta chunk is first redacted
+across its run (``indexer.redact.chunks``: ``around`` reads the events beside it). In
+``store`` mode the stored events hold markers already; redacting them again changes
+nothing but what a newer rule set finds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from indexer.query.types import EventWindow, TitleObservation
+from indexer.redact import Redaction
+from indexer.redact.chunks import CONTEXT_EVENTS, Stored, delta_of, redact_target
+
+__all__ = ["redacted_titles", "redacted_window"]
+
+
+def redacted_window(
+    redaction: Redaction,
+    window: EventWindow,
+    around: Callable[[int, int], Sequence[Stored]],
+) -> EventWindow:
+    """``around(first, last)``: the session's stored events of those seqs (undecoded)."""
+    if not redaction.active:
+        return window
+    target = window.target
+    if delta_of(target) is not None:
+        beside = around(max(0, target.seq - CONTEXT_EVENTS), target.seq + CONTEXT_EVENTS)
+        target = redact_target(redaction, target, beside)
+    events = redaction.events([target if e.seq == target.seq else e for e in window.events])
+    shown = next(e for e in events if e.seq == target.seq)
+    return dataclasses.replace(window, target=shown, events=events)
+
+
+def redacted_titles(
+    redaction: Redaction, observations: Sequence[TitleObservation]
+) -> list[TitleObservation]:
+    if not redaction.active:
+        return list(observations)
+    out: list[TitleObservation] = []
+    for obs in observations:
+        if obs.title is not None:
+            text = redaction.text(obs.title.title)
+            if text != obs.title.title:
+                obs = dataclasses.replace(obs, title=dataclasses.replace(obs.title, title=text))
+        out.append(obs)
+    return out

@@ -1,0 +1,133 @@
+"""Secrets streamed over chunk events: a model's text, reasoning or tool-call arguments
+arrive as ``assistant/chunk`` deltas of a few characters each, so no delta holds a whole
+secret and redacting each on its own finds nothing.
+
+A *run* is the consecutive delta chunks of one block: the same turn, step, block index
+and delta kind, between that block's ``block-start`` and ``block-end`` (other chunks in
+between, such as usage, neither join nor end it; any other event ends it). Its text is
+the deltas joined; a secret found in it is taken out of every delta it overlaps: the
+delta where it starts shows the marker, the others lose the covered characters, so the
+deltas joined again read as the redacted text of the run.
+
+``redact_target`` applies this to one event read with the stored events around it:
+readers do, for the target of ``session_event_read`` (neighbours show semantic text only,
+and chunks have none). The writer does not: what a run holds depends on where a batch cuts
+it (a watched file appends a live session's chunks a few at a time), and a stored event
+must redact the same way whenever it is delivered; so in ``store`` mode the stored chunks
+keep the pieces, none of which holds a whole secret (docs/security.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import orjson
+
+from indexer.model import SessionEvent
+from indexer.model.event import dump_json
+from indexer.redact.detect import marker
+from indexer.redact.policy import Redaction, detector
+
+__all__ = ["CONTEXT_EVENTS", "Stored", "delta_of", "redact_target"]
+
+CONTEXT_EVENTS: Final = 64
+"""Stored events read on each side of a delta chunk to find its run: deltas are a few
+characters, so this is a few hundred characters of context on each side (a longer
+secret, a private key's body, is found only where its start is that near)."""
+
+Stored = tuple[int, str, bytes]
+"""A stored event as ``redact_target`` reads it: seq, type, raw JSON."""
+
+_FIELDS: Final = {
+    "text-delta": "text",
+    "reasoning-delta": "text",
+    "tool-call-delta": "argumentsDelta",
+}
+_BOUNDS: Final = frozenset({"block-start", "block-end"})
+
+
+def _chunk(data: Any) -> dict[str, Any] | None:
+    if not isinstance(data, dict):
+        return None
+    chunk = data.get("chunk")
+    return chunk if isinstance(chunk, dict) else None
+
+
+def _delta(data: Any) -> tuple[tuple[Any, ...], str] | None:
+    chunk = _chunk(data)
+    if chunk is None:
+        return None
+    field = _FIELDS.get(str(chunk.get("type")))
+    text = None if field is None else chunk.get(field)
+    if not isinstance(text, str):
+        return None
+    return (data.get("turn"), data.get("step"), chunk.get("index"), chunk.get("type")), text
+
+
+def delta_of(event: SessionEvent) -> tuple[tuple[Any, ...], str] | None:
+    """The run key and delta text of a delta chunk; None for any other event."""
+    return _delta(event.data) if event.type == "assistant/chunk" else None
+
+
+def _run(around: Sequence[Stored], at: int, key: tuple[Any, ...]) -> list[tuple[int, str]]:
+    """(seq, delta) of every event in the run of ``around[at]``, in seq order."""
+    run: list[tuple[int, str]] = []
+    for step in (-1, 1):
+        i = at + step
+        while 0 <= i < len(around):
+            seq, kind, raw = around[i]
+            if kind != "assistant/chunk":
+                break
+            data = orjson.loads(raw).get("data")
+            chunk = _chunk(data)
+            if chunk is not None and chunk.get("type") in _BOUNDS and chunk.get("index") == key[2]:
+                break
+            found = _delta(data)
+            if found is not None and found[0] == key:
+                run.append((seq, found[1]))
+            i += step
+    return sorted(run)
+
+
+def _piece(text: str, start: int, spans: Sequence[tuple[int, int, str]]) -> str:
+    """The delta at ``start`` of the run's text with the secrets' characters taken out."""
+    end = start + len(text)
+    out: list[str] = []
+    pos = start
+    for s, e, kind in spans:
+        if e <= start or s >= end:
+            continue
+        out.append(text[pos - start : max(s, start) - start])
+        if s >= start:
+            out.append(marker(kind))
+        pos = min(e, end)
+    out.append(text[pos - start :])
+    return "".join(out)
+
+
+def redact_target(
+    redaction: Redaction, target: SessionEvent, around: Sequence[Stored]
+) -> SessionEvent:
+    """``target`` (a delta chunk; ``around`` holds it) with what its run's secrets leave of
+    its delta; any other event unchanged."""
+    found = delta_of(target) if redaction.active else None
+    if found is None:
+        return target
+    key, text = found
+    at = next(i for i, (seq, _kind, _raw) in enumerate(around) if seq == target.seq)
+    run = sorted([*_run(around, at, key), (target.seq, text)])
+    start = 0
+    for seq, delta in run:
+        if seq == target.seq:
+            break
+        start += len(delta)
+    findings = detector().find("".join(delta for _seq, delta in run))
+    piece = _piece(text, start, [(f.start, f.end, f.kind) for f in findings])
+    if piece == text:
+        return target
+    chunk = _chunk(target.data)
+    assert chunk is not None
+    field = _FIELDS[str(chunk["type"])]
+    obj = {**target.obj, "data": {**target.data, "chunk": {**chunk, field: piece}}}
+    return SessionEvent(target.type, target.seq, target.time, obj, dump_json(obj))

@@ -1,0 +1,115 @@
+"""The secret rules, loaded once per process from ``rules.toml`` beside this module.
+
+A rule's regex is its own (Python ``re`` syntax) or a pattern the detect-secrets library
+(Apache-2.0) ships in one of its plugins' ``denylist``; ``rules.toml`` says which and
+documents every field. ``ruleset_digest()`` names the rule set: the file's bytes, the
+library's version and the text and flags of every pattern it lends. The data dir records
+the digest its index was built with (``indexer.redact.state``), so a changed rule set
+re-indexes on the writer's first open and readers of another rule set refuse the dir until
+then, as they do for another index format.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata, resources
+from typing import Any, Final
+
+from detect_secrets.plugins.jwt import JwtTokenDetector
+
+__all__ = ["CHECKS", "Rule", "load_rules", "ruleset_digest"]
+
+LIBRARY: Final = "detect-secrets"
+_DIGITS_OR_SYMBOLS = re.compile(r"[\d!@#%^&*~+/=]")
+_LETTERS = re.compile(r"[A-Za-z]")
+
+
+def _looks_random(secret: str) -> bool:
+    """A generic assignment's value is a secret only if it mixes letters with digits or
+    symbols: identifiers, words and dotted paths (``settings.SECRET_KEY``, ``get_token``)
+    do not."""
+    return _DIGITS_OR_SYMBOLS.search(secret) is not None and _LETTERS.search(secret) is not None
+
+
+CHECKS: Final[dict[str, Callable[[str], bool]]] = {
+    "jwt": JwtTokenDetector.is_formally_valid,  # header and payload decode to JSON
+    "random": _looks_random,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One compiled rule (fields as ``rules.toml`` documents them)."""
+
+    id: str
+    patterns: tuple[re.Pattern[str], ...]
+    keywords: tuple[str, ...]
+    group: int = 0
+    entropy: float = 0.0
+    word_edges: bool = False
+    extend: re.Pattern[str] | None = None
+    check: Callable[[str], bool] | None = None
+    allow: tuple[re.Pattern[str], ...] = ()
+    anchored: bool = False
+    generic: bool = False
+
+
+def _library_patterns(ref: str) -> tuple[re.Pattern[str], ...]:
+    """``module:Class:index`` (or ``:*``) -> the plugin's compiled denylist entries."""
+    module_name, class_name, which = ref.split(":")
+    plugin: Any = getattr(importlib.import_module(module_name), class_name)
+    denylist = tuple(plugin.denylist)
+    return denylist if which == "*" else (denylist[int(which)],)
+
+
+def _rule(entry: dict[str, Any]) -> Rule:
+    if "pattern" in entry:
+        patterns = _library_patterns(str(entry["pattern"]))
+    else:
+        patterns = (re.compile(str(entry["regex"])),)
+    extend = entry.get("extend")
+    check = entry.get("check")
+    return Rule(
+        id=str(entry["id"]),
+        patterns=patterns,
+        keywords=tuple(str(k) for k in entry["keywords"]),
+        group=int(entry.get("group", 0)),
+        entropy=float(entry.get("entropy", 0.0)),
+        word_edges=entry.get("edges") == "word",
+        extend=None if extend is None else re.compile(f"(?:{extend})+"),
+        check=None if check is None else CHECKS[str(check)],
+        allow=tuple(re.compile(str(a)) for a in entry.get("allow", ())),
+        anchored=bool(entry.get("anchor", False)),
+        generic=bool(entry.get("generic", False)),
+    )
+
+
+def _rules_file() -> bytes:
+    return resources.files("indexer.redact").joinpath("rules.toml").read_bytes()
+
+
+@functools.cache
+def load_rules() -> tuple[Rule, ...]:
+    """Every rule of ``rules.toml``, compiled (once per process)."""
+    data = tomllib.loads(_rules_file().decode())
+    return tuple(_rule(entry) for entry in data["rules"])
+
+
+@functools.cache
+def ruleset_digest() -> str:
+    """``<file version>-<sha256 prefix>`` of the rule file, the library's version and the
+    patterns it lends (a library release that changes a pattern changes the digest)."""
+    raw = _rules_file()
+    h = hashlib.sha256(raw)
+    h.update(f"{LIBRARY}=={metadata.version(LIBRARY)}".encode())
+    for rule in load_rules():
+        for pattern in rule.patterns:
+            h.update(f"\0{rule.id}\0{pattern.flags}\0{pattern.pattern}".encode())
+    version = tomllib.loads(raw.decode()).get("version", "0")
+    return f"{version}-{h.hexdigest()[:16]}"
