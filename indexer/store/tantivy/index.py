@@ -6,7 +6,6 @@ Thin over the concern modules: documents are built by ``schema``, queries by
 
 from __future__ import annotations
 
-import json
 import time as _time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
@@ -15,48 +14,21 @@ from typing import Any, Final
 import tantivy
 
 from indexer.errors import IndexFailedError
-from indexer.model.search import EventHit, EventMetadataFilter, IdFilter, SessionFilter
-from indexer.store.tantivy.analyzer import ANALYZER, ANALYZER_NAME, analyze
-from indexer.store.tantivy.highlight import event_hit
-from indexer.store.tantivy.queries import Nothing, base_clauses, term
-from indexer.store.tantivy.ranking import rank_events, rank_sessions
-from indexer.store.tantivy.schema import IndexDoc, build_schema, document, load_meta, raw_term
+from indexer.model.search import EventHit, EventMetadataFilter, SessionFilter
+from indexer.store.tantivy import search
+from indexer.store.tantivy.analyzer import ANALYZER, ANALYZER_NAME
+from indexer.store.tantivy.queries import term
+from indexer.store.tantivy.schema import (
+    IndexDoc,
+    build_schema,
+    document,
+    load_meta,
+    open_or_create,
+    raw_term,
+    schema_of,
+)
 
-_NO_IDS: Final[frozenset[str]] = frozenset()
 _OPEN_ATTEMPTS: Final = 5
-
-
-def _schema_of(meta_json: bytes | None) -> Any:
-    """The schema part of a ``meta.json`` (``None`` for no index)."""
-    if meta_json is None:
-        return None
-    try:
-        return json.loads(meta_json).get("schema")
-    except ValueError:  # a torn read cannot happen (atomic replace); be safe anyway
-        return None
-
-
-DOCSTORE_BLOCK_BYTES: Final = 64 * 1024
-"""Tantivy compresses stored documents (LZ4) in blocks of this size; its 16 KiB default
-compresses this index's texts (many short documents) 11 % worse, and a read decompresses
-one block either way (bench/README.md)."""
-
-
-def _create(schema: tantivy.Schema, path: Path) -> tantivy.Index:
-    """Open the index at ``path``, creating it with ``DOCSTORE_BLOCK_BYTES`` if it does not
-    exist. tantivy-py takes no index settings: they are Tantivy's own ``meta.json`` field,
-    set before any segment exists and kept by every later commit."""
-    meta = path / "meta.json"
-    fresh = not meta.exists()
-    index = tantivy.Index(schema, path=str(path), reuse=True)
-    if not fresh:
-        return index
-    doc = json.loads(meta.read_text(encoding="utf-8"))
-    doc["index_settings"]["docstore_blocksize"] = DOCSTORE_BLOCK_BYTES
-    tmp = meta.with_name("meta.json.tmp")
-    tmp.write_text(json.dumps(doc), encoding="utf-8")
-    tmp.replace(meta)
-    return tantivy.Index(schema, path=str(path), reuse=True)
 
 
 class TantivyIndex:
@@ -104,7 +76,7 @@ class TantivyIndex:
         self._staged: list[tuple[str, str, tantivy.Document | None]] = []
         if writable:
             path.mkdir(parents=True, exist_ok=True)
-            index = _create(self._schema, path)
+            index = open_or_create(self._schema, path)
             index.register_tokenizer(ANALYZER_NAME, ANALYZER)
             index.config_reader("Manual")
             self._index = index
@@ -179,7 +151,7 @@ class TantivyIndex:
         signature = self._signature()
         if signature == self._meta_signature:
             return
-        if not self.writable and _schema_of(signature) != _schema_of(self._meta_signature):
+        if not self.writable and schema_of(signature) != schema_of(self._meta_signature):
             # The writer rebuilt the index (another format,
             # ``indexer.store.maintenance.index_format``): a new schema needs a new
             # ``Index``. While the old one is gone and the new one not committed yet, the
@@ -375,16 +347,7 @@ class TantivyIndex:
         searcher = self._searcher()
         return 0 if searcher is None else int(searcher.num_docs)
 
-    # ---- search ----------------------------------------------------------------------------------
-    def _prepare(self, query: str, limit: int) -> tuple[tantivy.Searcher | None, list[str]]:
-        """The snapshot to search and the query's tokens; no searcher when nothing can
-        match (no index yet, or a query without tokens). A zero limit would panic."""
-        if limit < 1:
-            raise ValueError("limit must be positive")
-        tokens = analyze(query)
-        searcher = self._searcher() if tokens else None
-        return searcher, tokens
-
+    # ---- search (``indexer.store.tantivy.search``) ---------------------------------------------
     def search_sessions(
         self,
         query: str,
@@ -396,29 +359,18 @@ class TantivyIndex:
         limit: int,
         snippet_chars: int = 240,
     ) -> tuple[list[EventHit], bool]:
-        """Grouped search: each session's best document, best sessions first.
-
-        ``query`` is normalized already (SPEC §7.2). Ranking (difference 2): a session's
-        best document maximizes (BM25 score, time, seq); sessions order by that
-        document's score desc, time desc, session id ascending (code points), seq desc.
-        Returns at most ``limit`` hits and whether another qualifying session exists:
-        ``ranking.rank_sessions`` settles ``limit + 1`` sessions over one snapshot.
-        """
-        searcher, tokens = self._prepare(query, limit)
-        if searcher is None:
-            return [], False
-        try:
-            base = base_clauses(
-                self._schema, tokens, session_filters, event_filters, live_ids, exclude_session_ids
-            )
-        except Nothing:
-            return [], False
-        try:
-            ordered = rank_sessions(searcher, self._schema, base, limit + 1)
-            hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in ordered[:limit]]
-        except ValueError as exc:
-            raise IndexFailedError(f"session search failed: {exc}") from exc
-        return hits, len(ordered) > limit
+        """Grouped search over the visible snapshot (``search.search_sessions``)."""
+        return search.search_sessions(
+            self._searcher(),
+            self._schema,
+            query,
+            session_filters,
+            event_filters,
+            live_ids=live_ids,
+            exclude_session_ids=exclude_session_ids,
+            limit=limit,
+            snippet_chars=snippet_chars,
+        )
 
     def search_events(
         self,
@@ -429,19 +381,13 @@ class TantivyIndex:
         limit: int,
         snippet_chars: int = 240,
     ) -> tuple[list[EventHit], bool]:
-        """One session's documents by score desc, time desc, seq desc
-        (``ranking.rank_events``)."""
-        searcher, tokens = self._prepare(query, limit)
-        if searcher is None:
-            return [], False
-        try:
-            only = [IdFilter((session_id,))]
-            clauses = base_clauses(self._schema, tokens, only, filters, _NO_IDS, _NO_IDS)
-        except Nothing:
-            return [], False
-        try:
-            cands = rank_events(searcher, clauses, limit + 1)
-            hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in cands[:limit]]
-        except ValueError as exc:
-            raise IndexFailedError(f"event search failed: {exc}") from exc
-        return hits, len(cands) > limit
+        """One session's documents over the visible snapshot (``search.search_events``)."""
+        return search.search_events(
+            self._searcher(),
+            self._schema,
+            session_id,
+            query,
+            filters,
+            limit=limit,
+            snippet_chars=snippet_chars,
+        )

@@ -13,8 +13,8 @@ from worker.devtools.demo_corpus.scenarios.ml_pipeline import (
     ML_PYDANTIC,
 )
 from worker.devtools.demo_corpus.scenarios.no_cwd import NOCWD_GIT, NOCWD_REGEX
-from worker.devtools.demo_corpus.scenarios.payments import (
-    PAY_IDEMPOTENCY,
+from worker.devtools.demo_corpus.scenarios.payments import PAY_IDEMPOTENCY
+from worker.devtools.demo_corpus.scenarios.payments_gateway import (
     PAY_RECONCILE,
     PAY_STRIPE,
     PAY_WEBHOOK,
