@@ -7,7 +7,6 @@ by ``read_log`` (``sessionq ingest``) and by ``LogWatcher.scan()`` (``sessionq s
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -154,17 +153,14 @@ def test_endless_whitespace_without_newline_is_rejected(tmp_path: Path) -> None:
     assert peak < 3 * MAX_LINE_BYTES
 
 
-def test_decompression_bomb_is_rejected_fast(bomb: Path) -> None:
+def test_decompression_bomb_is_rejected_with_bounded_memory(bomb: Path) -> None:
     assert bomb.stat().st_size < 1 << 20
-    started = time.monotonic()
     error, peak = peak_of(rejected(bomb))
-    elapsed = time.monotonic() - started
     assert error.rule == (
         f"zstd data decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes (decompression bomb)"
     )
     assert str(error).startswith(f"{bomb}:")
     assert peak < PEAK_LIMIT, f"peak {peak >> 20} MiB"
-    assert elapsed < 20, f"{elapsed:.1f}s"
 
 
 def test_watcher_scan_of_trailing_newlines_is_bounded(tmp_path: Path, newline_log: Path) -> None:

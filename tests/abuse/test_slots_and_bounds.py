@@ -171,7 +171,6 @@ async def test_requests_for_an_unknown_future_caller_do_not_starve_others_over_k
             await s.producer.send_json(
                 s.topics.requests, record, key="/abuse/hog", timestamp_ms=future_ms
             )
-        started = time.monotonic()
         good = []
         for i in range(3):
             rid = f"good-{i}"
@@ -185,10 +184,10 @@ async def test_requests_for_an_unknown_future_caller_do_not_starve_others_over_k
             )
             await s.producer.send_json(s.topics.requests, record, key="/abuse/slots")
             good.append(rid)
-        replies = await s.tap.wait_for(good, timeout=30)
-        elapsed = time.monotonic() - started
+        # The parked ones hold until their 60 s deadline: answered well before it, the
+        # normal requests did not wait behind them (however busy the machine is).
+        replies = await s.tap.wait_for(good, timeout=45)
         assert all(r.ok for r in replies.values()), replies
-        assert elapsed < 15, f"normal requests waited {elapsed:.1f} s behind the parked ones"
 
 
 def test_a_hosts_share_bounds_only_that_host_and_is_given_back() -> None:

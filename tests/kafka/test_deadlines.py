@@ -275,9 +275,10 @@ async def test_min_seq_call_times_out_when_the_events_never_arrive(stack: Stack)
         "ok": False,
         "error": {"code": "TOOL_TIMEOUT", "message": "tool call timed out after 1000ms"},
     }
-    # The worker's own reply (the client would only give up after 1 s + its grace period).
-    assert 0.9 <= elapsed < 2.9, elapsed
-    assert rid in (await stack.tap.wait_for([rid], timeout=5))
+    # Not before the deadline; and the worker's own reply (it is on the reply topic), not
+    # the client giving up.
+    assert elapsed >= 0.9, elapsed
+    assert rid in (await stack.tap.wait_for([rid], timeout=30))
 
 
 # ---- a caller the index has not seen yet ----
@@ -312,7 +313,8 @@ async def test_request_from_a_caller_that_never_arrives_times_out(stack: Stack) 
         "ok": False,
         "error": {"code": "TOOL_TIMEOUT", "message": "tool call timed out after 1000ms"},
     }
-    assert 0.9 <= elapsed < 2.9, elapsed
+    assert elapsed >= 0.9, elapsed  # not before the deadline
+    assert rid in (await stack.tap.wait_for([rid], timeout=30))  # the worker's reply
 
 
 async def test_cancel_reaches_a_waiting_call_while_every_slot_is_busy(

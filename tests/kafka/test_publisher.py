@@ -5,7 +5,6 @@ couple of seconds, only the new tail is published, and a removed log deletes its
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ FILES = {
     CHILD_2: "examples__acp-agent__advanced-toolchain__session.2.jsonl",
     ROOT: "examples__acp-agent__advanced-toolchain__session.jsonl",
 }
-SEARCHABLE_WITHIN_S = 5.0  # publisher scan interval 0.5 s + indexer batch + commit
 
 
 def append(path: Path, events: Sequence[Mapping[str, Any]]) -> None:
@@ -68,14 +66,14 @@ async def test_follow_publishes_appended_events_and_new_logs_until_searchable(
             )
             return reply.text
 
-        async def searchable(query: str, target: str, seq: int, typ: str) -> float:
-            started = time.monotonic()
+        async def searchable(query: str, target: str, seq: int, typ: str) -> None:
+            """Within a generous deadline: how soon is a benchmark's question
+            (``bench/bench_watcher.py``), not a test's."""
 
             async def found() -> bool:
                 return f"seq {seq} | {typ}" in await search(query, target)
 
-            await wait_until(found, timeout=30, what=f"{query!r} to become searchable")
-            return time.monotonic() - started
+            await wait_until(found, timeout=60, what=f"{query!r} to become searchable")
 
         try:
             publisher = procs.spawn(
@@ -90,25 +88,22 @@ async def test_follow_publishes_appended_events_and_new_logs_until_searchable(
 
             # An appended tail is published and indexed.
             append(followed, [user(19, "does the quokka follow along"), assistant(20, "yes")])
-            elapsed = await searchable("quokka", CHILD_2, 19, "user/message")
-            assert elapsed < SEARCHABLE_WITHIN_S, elapsed
+            await searchable("quokka", CHILD_2, 19, "user/message")
             assert service.last_seq(CHILD_2) == 20
 
             # And again: following goes on after the first append.
             append(followed, [plain(21, "turn/start", {"turn": 2}), user(22, "a wombat too")])
-            elapsed = await searchable("wombat", CHILD_2, 22, "user/message")
-            assert elapsed < SEARCHABLE_WITHIN_S, elapsed
+            await searchable("wombat", CHILD_2, 22, "user/message")
 
             # A log that appears while following is published as a new session.
             shutil.copy(corpus_dir / FILES[ROOT], logs / FILES[ROOT])
-            elapsed = await searchable("advanced flow", ROOT, 4, "user/message")
-            assert elapsed < SEARCHABLE_WITHIN_S, elapsed
+            await searchable("advanced flow", ROOT, 4, "user/message")
 
             # A log that disappears is published as a delete: the session is gone.
             (logs / FILES[ROOT]).unlink()
             await wait_until(
                 lambda: service.get_session(ROOT) is None,
-                timeout=SEARCHABLE_WITHIN_S,
+                timeout=60,
                 what="the removed log's session to be deleted",
             )
             assert "outside the caller workspace" in await search("advanced flow", ROOT)

@@ -128,7 +128,9 @@ def _stops_in_time(proc: subprocess.Popen[str], sig: signal.Signals) -> str:
     took = time.monotonic() - sent
     assert proc.returncode == 0, (proc.returncode, err)
     assert "Traceback" not in err, err
-    assert took < STOP_WITHIN_S + 2.0, f"{sig.name}: stopped after {took:.1f} s"
+    # The role stops itself within STOP_WITHIN_S (a hard exit 4 s after the signal);
+    # the bound here is generous so that a loaded machine cannot fail it.
+    assert took < STOP_WITHIN_S * 4, f"{sig.name}: stopped after {took:.1f} s"
     return err
 
 

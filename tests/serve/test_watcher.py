@@ -14,7 +14,7 @@ from worker.devtools.demo_corpus import DemoSession, encode_segment, project_key
 
 from .conftest import Served, call_body, eventually
 
-SECOND = 1.0
+WITHIN_S = 60.0  # generous: how soon is bench/bench_watcher.py's question, not a test's
 
 
 def user_event(seq: int, text: str) -> dict[str, Any]:
@@ -61,7 +61,7 @@ async def test_an_appended_event_is_searchable_within_a_second(served: Served) -
     async def found() -> bool:
         return target.id in await search(served, caller.id, "quokka ledger drift")
 
-    await eventually(found, timeout=SECOND, what="appended event searchable")
+    await eventually(found, timeout=WITHIN_S, what="appended event searchable")
     # The appended event is readable exactly as written.
     reply = await served.call(
         call_body("session_event_read", {"session_id": target.id, "seq": target.events}, caller.id)
@@ -84,12 +84,12 @@ async def test_a_new_session_log_appears_within_a_second(served: Served) -> None
         sessions = await served.get_json(f"/v1/sessions?caller={quote(caller.id)}")
         return any(s["id"] == sid for s in sessions)
 
-    await eventually(listed, timeout=SECOND, what="new session listed")
+    await eventually(listed, timeout=WITHIN_S, what="new session listed")
 
     async def found() -> bool:
         return sid in await search(served, caller.id, "okapi sampler")
 
-    await eventually(found, timeout=SECOND, what="new session searchable")
+    await eventually(found, timeout=WITHIN_S, what="new session searchable")
 
 
 async def test_a_deleted_log_takes_its_session_away(served: Served) -> None:
@@ -101,7 +101,7 @@ async def test_a_deleted_log_takes_its_session_away(served: Served) -> None:
         text = await search(served, caller.id, "ds_nodash")
         return text == "No prior session matches found."
 
-    await eventually(gone, timeout=SECOND, what="deleted session no longer found")
+    await eventually(gone, timeout=WITHIN_S, what="deleted session no longer found")
     reply = await served.call(call_body("session_trace", {"session_id": target.id}, caller.id))
     assert reply["ok"] is False
     assert reply["error"]["code"] == "SESSION_QUERY_TOOL_UNAUTHORIZED"
@@ -122,7 +122,7 @@ async def test_a_broken_append_is_reported_and_other_updates_go_on(served: Serve
                 return str(reason)
         return None
 
-    reason = await eventually(rejected, timeout=SECOND, what="broken log reported")
+    reason = await eventually(rejected, timeout=WITHIN_S, what="broken log reported")
     assert "not contiguous" in reason
 
     healthy_path = served.summary.root / healthy.path
@@ -132,7 +132,7 @@ async def test_a_broken_append_is_reported_and_other_updates_go_on(served: Serve
     async def found() -> bool:
         return healthy.id in await search(served, caller.id, "pangolin banner")
 
-    await eventually(found, timeout=SECOND, what="update to another log applied")
+    await eventually(found, timeout=WITHIN_S, what="update to another log applied")
     # What was applied before the broken line stays searchable.
     assert broken.id in await search(served, caller.id, "search_after")
     assert "No prior" in await search(served, caller.id, "seq gap narwhal")

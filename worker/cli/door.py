@@ -22,16 +22,18 @@ from worker.cli.options import fail
 _OWN_FILES = frozenset({SQLITE_NAME, WRITER_LOCK_NAME, WATCH_DIR_NAME, "tantivy"})
 
 
-def session_roots(command: str, paths: Sequence[Path]) -> list[Path]:
-    """The ``--sessions`` paths, absolute; a missing one exits 2."""
+def session_roots(command: str, paths: Sequence[Path], *, flag: str = "--sessions") -> list[Path]:
+    """The session log paths (``--sessions``, or positional), absolute; a missing one
+    exits 2."""
     out: list[Path] = []
     for given in paths:
         path = Path(os.path.expanduser(given))
         if not path.exists():
+            shown = f"--sessions {given}" if flag == "--sessions" else str(given)
             fail(
                 command,
-                f"--sessions {given}: no such file or directory (give a dsh root, a Claude"
-                " Code, Codex or other agent's log tree, or log files)",
+                f"{shown}: no such file or directory (give a dsh root, a Claude Code, Codex"
+                " or other agent's log tree, or log files)",
             )
         out.append(path.resolve())
     return out

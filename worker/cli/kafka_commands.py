@@ -95,9 +95,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     from indexer.kafka.group import Producer
+    from worker.cli import door
     from worker.kafka.publisher import Publisher
 
     settings = settings_from(PublishSettings, args)
+    paths = door.session_roots("publish", [Path(p) for p in args.paths], flag="PATH")
     setup_logging(settings)
     kafka = settings.kafka
 
@@ -108,7 +110,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         publisher = Publisher(producer, kafka.events_topic, format=forced)
         on_terminate(publisher.stop)
         try:
-            await publisher.run([Path(p) for p in args.paths], follow=args.follow)
+            await publisher.run(paths, follow=args.follow)
         finally:
             await producer.stop()
         s = publisher.summary
