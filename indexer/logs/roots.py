@@ -10,18 +10,23 @@ cheap and predictable.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 __all__ = [
     "LOG_SUFFIXES",
     "SESSION_LOG_NAMES",
+    "Walk",
     "decode_segment",
     "discover",
+    "file_key",
     "implied_session_id",
     "is_log_file",
+    "walk_root",
 ]
 
 LOG_SUFFIXES: Final = (".jsonl", ".jsonl.zstd")
@@ -40,34 +45,86 @@ def is_log_file(path: Path) -> bool:
 
 
 def _is_project_dir(path: Path) -> bool:
-    name = path.name
+    return _is_project_name(path.name)
+
+
+def _is_project_name(name: str) -> bool:
     return name == NO_CWD_DIR or (len(name) > 4 and name.startswith("--") and name.endswith("--"))
 
 
-def _session_logs(session_dir: Path) -> list[Path]:
-    return [p for p in (session_dir / n for n in SESSION_LOG_NAMES) if p.is_file()]
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
+    """A directory's entries sorted by name (one ``getdents`` pass: the entry types come
+    with it, so listing a root costs no ``stat`` per entry); none when unreadable."""
+    try:
+        with os.scandir(directory) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []
 
 
-def _project_logs(project_dir: Path) -> list[Path]:
-    out: list[Path] = []
-    for child in sorted(project_dir.iterdir()):
-        if child.is_dir():
-            out.extend(_session_logs(child))
-    return out
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
-def _directory_logs(directory: Path) -> list[Path]:
-    """Logs of a root, a project directory, a session directory or a plain directory."""
+@dataclass(slots=True)
+class Walk:
+    """What one walk found: the logs, and the log paths that are no regular files."""
+
+    files: list[Path] = field(default_factory=list)
+    odd: list[Path] = field(default_factory=list)
+
+    def take(self, entry: os.DirEntry[str]) -> None:
+        try:
+            regular = entry.is_file()
+        except OSError:
+            regular = False
+        if regular or entry.is_symlink():  # a dangling link is listed: reading it says why
+            self.files.append(Path(entry.path))
+        else:
+            self.odd.append(Path(entry.path))
+
+
+def _session_logs(session_dir: Path, found: Walk) -> None:
+    for entry in _entries(session_dir):
+        if entry.name in SESSION_LOG_NAMES and not _is_dir(entry):
+            found.take(entry)
+
+
+def _project_logs(project_dir: Path, found: Walk) -> None:
+    for child in _entries(project_dir):
+        if _is_dir(child):
+            _session_logs(Path(child.path), found)
+
+
+def walk_root(directory: Path) -> Walk:
+    """Logs of a root, a project directory, a session directory or a plain directory,
+    each list sorted by path, in one pass."""
+    found = Walk()
     if _is_project_dir(directory):
-        return _project_logs(directory)
-    out: list[Path] = []
-    for child in sorted(directory.iterdir()):
-        if child.is_dir():
-            if _is_project_dir(child):
-                out.extend(_project_logs(child))
-        elif is_log_file(child):
-            out.append(child)
-    return sorted(out)
+        _project_logs(directory, found)
+        return found
+    for child in _entries(directory):
+        if _is_dir(child):
+            if _is_project_name(child.name):
+                _project_logs(Path(child.path), found)
+        elif child.name.endswith(LOG_SUFFIXES):
+            found.take(child)
+    found.files.sort()
+    found.odd.sort()
+    return found
+
+
+def file_key(path: Path) -> tuple[int, int] | str:
+    """A file's identity for "each file once": its device and inode (one ``stat``; a
+    path and a link to it are one file), or the path itself when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return (st.st_dev, st.st_ino)
 
 
 def discover(paths: Iterable[Path | str]) -> list[Path]:
@@ -78,18 +135,18 @@ def discover(paths: Iterable[Path | str]) -> list[Path]:
     ``session.jsonl`` and ``session.jsonl.zstd`` yields both (which one is current
     cannot be known from the files). A missing path raises ``FileNotFoundError``.
     """
-    seen: set[Path] = set()
+    seen: set[tuple[int, int] | str] = set()
     out: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            found = _directory_logs(path)
+            found = walk_root(path).files
         elif path.exists():
             found = [path]
         else:
             raise FileNotFoundError(f"no such session log or directory: {path}")
         for log in found:
-            key = log.resolve()
+            key = file_key(log)
             if key not in seen:
                 seen.add(key)
                 out.append(log)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexer.logs.importers.detect import LogFormat, LogSource, discover_report, read_source
+from indexer.logs.importers.trees import TreeFormat, tree_format
 from indexer.logs.reader import LogRejectedError
 from indexer.model import SessionEvent
 from indexer.model.records import DeleteRecord, EventsRecord, EventStreamRecord, HeaderRecord
@@ -96,6 +97,8 @@ class LogWatcher:
     _files: dict[Path, _Tracked] = field(default_factory=dict)
     _keys: dict[str, str] = field(default_factory=dict)
     _noted: set[str] = field(default_factory=set)  # paths whose skip was logged once
+    _layouts: dict[Path, TreeFormat | None] = field(default_factory=dict)
+    _rewound: set[Path] = field(default_factory=set)  # logs to read again (``rewind``)
     # session id -> routing key: deletes to send on the next scan (rewound), and the
     # deletes the last scan emitted (so a rewind can send them again)
     _deletes: dict[str, str] = field(default_factory=dict)
@@ -117,13 +120,14 @@ class LogWatcher:
         for root in self.roots:
             groups.setdefault(root.format, []).append(root.path)
         for fmt, paths in groups.items():
+            trees = {p: self._layout(p) for p in paths} if fmt is None else None
             try:
-                reports = [discover_report(paths, fmt)]
+                reports = [discover_report(paths, fmt, trees=trees)]
             except (OSError, RuntimeError, ValueError):
                 reports = []
                 for path in paths:
                     try:
-                        reports.append(discover_report([path], fmt))
+                        reports.append(discover_report([path], fmt, trees=trees))
                     except (OSError, RuntimeError, ValueError) as exc:
                         self._note(str(path), f"{path}: cannot walk: {exc}")
                         failed.append(path)
@@ -133,6 +137,17 @@ class LogWatcher:
                 for source in report.sources:
                     found.setdefault(source.path, source)
         return found, failed
+
+    def _layout(self, root: Path) -> TreeFormat | None:
+        """The agent layout of a root directory, probed once (``forget_layouts`` asks
+        again); a root that is a file has none."""
+        if root not in self._layouts:
+            self._layouts[root] = tree_format(root) if root.is_dir() else None
+        return self._layouts[root]
+
+    def forget_layouts(self) -> None:
+        """Probe the roots' layouts again at the next walk (a root may have changed)."""
+        self._layouts.clear()
 
     def _note(self, path: str, reason: str) -> None:
         """Remember why ``path`` is not read; say it once (``reason`` names the path)."""
@@ -181,6 +196,7 @@ class LogWatcher:
         return path.is_dir() or path.name.endswith((".jsonl", ".jsonl.zstd", ".json"))
 
     def _vanished(self, path: Path) -> dict[str, str]:
+        self._rewound.discard(path)
         tracked = self._files.pop(path)
         self.rejected.pop(str(path), None)
         self._noted.discard(str(path))
@@ -217,19 +233,11 @@ class LogWatcher:
 
     def rewound(self) -> bool:
         """Whether a ``rewind`` left something to emit again (``retry`` emits it)."""
-        return bool(self._deletes) or any(
-            t.signature == _UNREAD and t.source is not None and t.session_id is not None
-            for t in self._files.values()
-        )
+        return bool(self._deletes) or bool(self._rewound)
 
     def retry(self) -> list[Emitted]:
         """Emit again what ``rewind`` asked for: its logs read again, its deletes."""
-        paths = [
-            path
-            for path, t in self._files.items()
-            if t.signature == _UNREAD and t.source is not None and t.session_id is not None
-        ]
-        return self.scan_paths(paths)[0]
+        return self.scan_paths(sorted(self._rewound))[0]
 
     def unread(self) -> set[Path]:
         """Present logs whose session is not known (rejected or unreadable so far)."""
@@ -241,9 +249,10 @@ class LogWatcher:
         from its header (the store drops what it already holds: identical
         re-deliveries are no-ops); a removed log's delete record is sent again."""
         wanted = set(session_ids)
-        for tracked in self._files.values():
+        for path, tracked in self._files.items():
             if tracked.session_id in wanted:
                 tracked.signature, tracked.next_seq, tracked.resend_header = _UNREAD, 0, True
+                self._rewound.add(path)
         for sid, key in self._emitted_deletes.items():
             if sid in wanted:
                 self._deletes[sid] = key
@@ -251,6 +260,7 @@ class LogWatcher:
     # ---- one log -------------------------------------------------------------------------------
     def _scan_file(self, source: LogSource) -> list[Emitted]:
         path = source.path
+        self._rewound.discard(path)
         tracked = self._files.setdefault(path, _Tracked())
         tracked.source = source
         try:

@@ -14,22 +14,22 @@ supported session log", :func:`describe_unsupported`), not as a broken dsh log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, get_args
 
 from indexer.errors import LogValidationError
-from indexer.logs.files import Skipped, classify, open_regular, real_key, walk
+from indexer.logs.files import Skipped, classify, open_regular, real_key
 from indexer.logs.importers.claude_code import CLAUDE_RECORD_TYPES, read_claude_code, subagent_of
 from indexer.logs.importers.codex import read_codex
 from indexer.logs.importers.copilot import COPILOT_EVENT_TYPES, read_copilot
 from indexer.logs.importers.gemini import is_gemini_document, read_gemini
 from indexer.logs.importers.opencode import is_opencode_session, read_opencode
-from indexer.logs.importers.trees import tree_files, tree_format
+from indexer.logs.importers.trees import TreeFormat, tree_files, tree_format
 from indexer.logs.jsonl import ZSTD_MAGIC
 from indexer.logs.reader import LogRejectedError, SessionLog, parse_line, read_log
-from indexer.logs.roots import LOG_SUFFIXES, SESSION_LOG_NAMES, discover, implied_session_id
+from indexer.logs.roots import file_key, implied_session_id, walk_root
 
 __all__ = [
     "FORMATS",
@@ -162,20 +162,16 @@ def describe_unsupported(path: Path) -> str | None:
     return None if what is None else f"looks like {what}; not a supported session log"
 
 
-def _dsh_skipped(path: Path) -> list[Skipped]:
-    """Log paths of a dsh root (or a plain directory) that are no regular files: the
-    root's own ``*.jsonl`` and each session directory's ``session.jsonl[.zstd]``."""
-
-    def match(p: Path) -> bool:
-        return p.name.endswith(LOG_SUFFIXES) and (p.parent == path or p.name in SESSION_LOG_NAMES)
-
-    return walk(path, match, max_depth=2)[1]
+def _odd(paths: Iterable[Path]) -> list[Skipped]:
+    """Log paths that are no regular files, each with what it is."""
+    return [Skipped(p, kind) for p in paths if (kind := classify(p)) not in ("file", "missing")]
 
 
 def _tree(path: Path, fmt: LogFormat, known: tuple[str, ...], out: Discovery) -> None:
     if fmt == "dsh":
-        out.sources.extend(LogSource(p, "dsh") for p in discover([path]))
-        out.skipped.extend(_dsh_skipped(path))
+        found = walk_root(path)
+        out.sources.extend(LogSource(p, "dsh") for p in found.files)
+        out.skipped.extend(_odd(found.odd))
         return
     files, skipped = tree_files(path, fmt)
     out.sources.extend(LogSource(p, fmt, known if fmt == "gemini" else ()) for p in files)
@@ -183,13 +179,18 @@ def _tree(path: Path, fmt: LogFormat, known: tuple[str, ...], out: Discovery) ->
 
 
 def _directory(
-    path: Path, forced: LogFormat | None, known: tuple[str, ...], out: Discovery
+    path: Path,
+    forced: LogFormat | None,
+    known: tuple[str, ...],
+    out: Discovery,
+    trees: Mapping[Path, TreeFormat | None] | None,
 ) -> None:
-    fmt = forced or tree_format(path)
+    fmt = forced or (trees[path] if trees is not None and path in trees else tree_format(path))
     if fmt is not None:
         _tree(path, fmt, known, out)
         return
-    files = discover([path])
+    found = walk_root(path)
+    files = found.files
     if not files:  # a copied Claude Code projects directory: <project>/<session>.jsonl
         nested = sorted(p for p in path.glob("*/*.jsonl") if classify(p) == "file")
         if nested and detect_file(nested[0]) == "claude-code":
@@ -199,14 +200,21 @@ def _directory(
     for p in files:
         fmt = "dsh" if implied_session_id(p) is not None else detect_file(p)
         out.sources.append(LogSource(p, fmt, known if fmt == "gemini" else ()))
-    out.skipped.extend(_dsh_skipped(path))
+    out.skipped.extend(_odd(found.odd))
 
 
-def discover_report(paths: Iterable[Path | str], format: LogFormat | None = None) -> Discovery:
+def discover_report(
+    paths: Iterable[Path | str],
+    format: LogFormat | None = None,
+    *,
+    trees: Mapping[Path, TreeFormat | None] | None = None,
+) -> Discovery:
     """Every log under ``paths`` with its format, and every path skipped with why:
     deterministic, each file once (the first path that reaches it wins), arguments
     in order. A missing path raises ``FileNotFoundError``, as
-    :func:`indexer.logs.roots.discover` does."""
+    :func:`indexer.logs.roots.discover` does. ``trees``: the layouts of given
+    directories known already (``tree_format`` probes a tree; a watcher that walks the
+    same roots again and again asks once)."""
     given = [Path(p) for p in paths]
     known = tuple(real_key(p) for p in given)
     found = Discovery()
@@ -215,16 +223,16 @@ def discover_report(paths: Iterable[Path | str], format: LogFormat | None = None
         if kind == "missing":
             raise FileNotFoundError(f"no such session log or directory: {path}")
         if kind == "dir":
-            _directory(path, format, known, found)
+            _directory(path, format, known, found, trees)
         elif kind in ("file", "dangling"):
             fmt = format or detect_file(path)
             found.sources.append(LogSource(path, fmt, known if fmt == "gemini" else ()))
         else:
             found.skipped.append(Skipped(path, kind))
     out = Discovery(skipped=found.skipped)
-    seen: set[str] = set()
+    seen: set[tuple[int, int] | str] = set()
     for source in found.sources:
-        key = real_key(source.path)
+        key = file_key(source.path)
         if key not in seen:
             seen.add(key)
             out.sources.append(source)

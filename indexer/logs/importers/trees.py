@@ -23,6 +23,7 @@ a loop ends, and a matching path that is not a regular file is reported as skipp
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Literal
@@ -129,17 +130,33 @@ def _entries(root: Path) -> list[Path]:
 
 
 def _has(root: Path, test: Callable[[tuple[str, ...]], bool], depth: int) -> bool:
-    """Whether a path within ``depth`` directory levels of ``root`` passes ``test``
-    (on its parts relative to ``root``); directories only through ``classify``."""
-    level = [root]
+    """Whether a path within ``depth`` directory levels of ``root`` passes ``test`` (on
+    its parts relative to ``root``). One ``getdents`` pass per directory: the entry types
+    come with it; a symlinked directory is followed, a loop is not (each directory once)."""
+    level: list[tuple[Path, tuple[str, ...]]] = [(root, ())]
+    seen: set[tuple[int, int]] = set()
     for _ in range(depth + 1):
-        nxt: list[Path] = []
-        for directory in level:
-            for entry in _entries(directory):
-                if test(_rel(root, entry)):
+        nxt: list[tuple[Path, tuple[str, ...]]] = []
+        for directory, parts in level:
+            try:
+                st = os.stat(directory)
+                with os.scandir(directory) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            for entry in entries:
+                rel = (*parts, entry.name)
+                if test(rel):
                     return True
-                if _is_dir(entry):
-                    nxt.append(entry)
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    nxt.append((Path(entry.path), rel))
         level = nxt
     return False
 

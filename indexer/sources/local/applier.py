@@ -129,7 +129,9 @@ class Applier:
         return self._run([*items, *self.watcher.scan((sources, failed))])
 
     def rescan(self, roots: Sequence[WatchRoot] | None = None) -> bool:
-        """Walk every root (new roots given: watch those from now on)."""
+        """Walk every root (new roots given: watch those from now on), their layouts
+        probed again."""
+        self.watcher.forget_layouts()
         if roots is not None and tuple(roots) != self.roots:
             self.watcher.roots = list(roots)
         return self._run(self.watcher.scan())
