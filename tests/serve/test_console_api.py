@@ -5,27 +5,32 @@ Content-Security-Policy) and the playground's default query against the demo cor
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import re
+import shlex
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+import pytest
 
 from indexer.model.records import HeaderRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
 from indexer.store.records.store import Store
 from tests.builders import BASE_TIME, header
-from worker.devtools.demo_corpus import DemoSummary
+from worker.devtools.demo_corpus import DemoSummary, print_examples
+from worker.devtools.demo_corpus.summary import SUMMARY_FILE
 from worker.http.api import HttpApi
 from worker.http.console_api import MAX_CALLERS
 from worker.http.console_page import ASSETS, CONTENT_SECURITY_POLICY
 from worker.http.ops import start_server
 from worker.local_service import LocalService
 
-from .conftest import Served, call_body
+from .conftest import Served, call_body, running_embedded
 
 CONSOLE = Path(__file__).resolve().parents[2] / "worker" / "http" / "console"
 MINUTE = 60_000
@@ -235,3 +240,23 @@ async def test_the_default_query_finds_sessions_in_every_demo_workspace(served: 
         reply = await served.call(call_body("session_search", {"query": query}, caller.id))
         assert reply["ok"] is True, (cwd, reply)
         assert reply["text"].startswith("Session search results ("), (cwd, reply["text"])
+
+
+async def test_examples_for_a_real_root_start_from_the_console_caller(
+    demo: DemoSummary, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``make run SESSIONS=…`` on a root that is no demo: the printed calls use the caller
+    the console opens with, and each of them answers."""
+    (demo.root / SUMMARY_FILE).unlink()
+    async with running_embedded(demo.root, tmp_path / "data") as (_, base, http):
+        await asyncio.to_thread(print_examples, base, [demo.root])
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0] == f"sessionq console: {base}/"
+        bodies = [json.loads(shlex.split(line)[-1]) for line in lines if line.startswith("curl ")]
+        assert len(bodies) >= 2
+        newest = max((s for s in demo.sessions if not s.subagent), key=lambda s: s.created_at)
+        for body in bodies:
+            assert body["caller"] == {"session_id": newest.id}
+            async with http.post(f"{base}/v1/call", json=body) as resp:
+                reply = await resp.json()
+            assert reply["ok"] is True, (body, reply)
