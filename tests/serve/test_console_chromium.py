@@ -26,7 +26,7 @@ from .chromium import (
     wait_answer,
     wait_js,
 )
-from .conftest import Served, call_body, running_embedded
+from .conftest import Served, call_body, eventually, running_embedded
 
 
 def newest_main(demo: DemoSummary) -> Any:
@@ -276,6 +276,36 @@ async def test_console_renders_hostile_log_text_inert(tmp_path: Path) -> None:
             "document.getElementById('session-list').textContent"
         )
         assert HOSTILE_CWD in await page.js("document.getElementById('workspace').textContent")
+
+
+async def test_console_picks_a_caller_once_the_first_session_arrives(tmp_path: Path) -> None:
+    """Opened on an empty store (the first ingest has nothing yet), the console waits and
+    takes the first session the watcher applies as its caller."""
+    chromium_binary()
+    root = tmp_path / "root"
+    root.mkdir()
+    async with (
+        running_embedded(root, tmp_path / "data") as (_, base, __),
+        chromium(f"{base}/", tmp_path / "profile") as page,
+    ):
+        await wait_js(
+            page,
+            "(document.getElementById('caller-summary') || {}).textContent"
+            " === 'no session in the store yet'",
+            "the empty store said",
+        )
+        write_log(root / session_path("/ws", "first"), header("first", cwd="/ws"), [user(0, "hi")])
+
+        async def caller() -> bool:
+            return bool(
+                await page.js(
+                    "document.getElementById('caller').value === 'first'"
+                    " && document.getElementById('caller').dataset.loaded === '1'"
+                )
+            )
+
+        await eventually(caller, timeout=60, what="the first session as the caller")
+        await wait_answer(page, "trace-output", what="its trace", session="first")
 
 
 # ---- the link rules against the formats of SPEC §10 --------------------------------------------

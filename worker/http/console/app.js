@@ -14,6 +14,7 @@ takeTokenFromUrl();
 
 const $ = (id) => document.getElementById(id);
 const VIEWS = ["browse", "playground", "status"];
+const MAX_LISTED = 500; // /v1/sessions' bound (worker/http/console_api.py)
 
 const ctx = {
   callerId: "",
@@ -66,7 +67,8 @@ function showCaller(problem) {
   const own = ctx.byId.get(ctx.callerId);
   $("workspace").textContent = own ? `${own.cwd || "(no workspace)"} · ${ctx.sessions.length}` : "";
   $("sessions-note").textContent = own && !own.cwd
-    ? "This caller has no workspace: the tools let it read only its own log." : "";
+    ? "This caller has no workspace: the tools let it read only its own log."
+    : ctx.sessions.length >= MAX_LISTED ? `The newest ${MAX_LISTED} sessions of the workspace.` : "";
 }
 
 // The caller's workspace from /v1/sessions; false when it cannot be listed.
@@ -175,7 +177,9 @@ async function start() {
   });
   playground.fillExample(ctx);
   playground.loadDescriptions();
-  watchStatus(() => reloadAll());
+  // The first status answer matters only when the store had no session when the page
+  // asked for callers (an initial ingest still running); later changes reload the lists.
+  watchStatus((first) => { if (!first || !ctx.callerId) reloadAll(); });
   route();
 
   const requested = new URLSearchParams(location.search).get("caller") || "";

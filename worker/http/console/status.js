@@ -50,7 +50,8 @@ function render(body) {
   $("rejected-list").hidden = rejected.length === 0;
 }
 
-// Poll forever; `onSessions(count)` runs when the stored session count changes.
+// Poll forever; `onSessions(first)` runs after the first answer and whenever the stored
+// session count changes (`first` says which).
 export function watchStatus(onSessions) {
   let lastCount = null;
   const refresh = async () => {
@@ -59,8 +60,10 @@ export function watchStatus(onSessions) {
       if (status === 401) throw new Error("HTTP 401: enter the API token");
       if (status !== 200 || !body) throw new Error(`HTTP ${status}`);
       render(body);
-      if (lastCount !== null && body.sessions !== lastCount) onSessions(body.sessions);
+      const first = lastCount === null;
+      const changed = body.sessions !== lastCount;
       lastCount = body.sessions;
+      if (changed) onSessions(first);
     } catch (err) {
       const badge = $("ready-badge");
       badge.textContent = err.message.startsWith("HTTP 401") ? "token needed" : "unreachable";
