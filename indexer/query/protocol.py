@@ -32,6 +32,11 @@ class QueryService(Protocol):
         """The stored record of one session, or None."""
         ...
 
+    def recent_sessions(self, limit: int) -> list[SessionRecord]:
+        """At most ``limit`` sessions of any workspace: main before subagent, live before
+        closed, newest first (for an operator choosing a caller, never for a tool)."""
+        ...
+
     def last_step_start_seq(self, session_id: str) -> int | None:
         """Seq of the last ``step/start`` event of a session (the current step boundary)."""
         ...

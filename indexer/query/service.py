@@ -113,6 +113,9 @@ class StoreQueryService:
     def get_session(self, session_id: str) -> SessionRecord | None:
         return sessions.get_record(self._conn, session_id)
 
+    def recent_sessions(self, limit: int) -> list[SessionRecord]:
+        return sessions.recent_sessions(self._conn, limit)
+
     def last_step_start_seq(self, session_id: str) -> int | None:
         row = self._conn.execute(
             "SELECT last_step_start FROM sessions WHERE id = ?", (session_id,)

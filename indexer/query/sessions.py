@@ -109,5 +109,19 @@ def get_record(conn: sqlite3.Connection, session_id: str) -> SessionRecord | Non
     return None if row is None else record_from_row(row[0], row[1])
 
 
+def recent_sessions(conn: sqlite3.Connection, limit: int) -> list[SessionRecord]:
+    """At most ``limit`` sessions of the whole store: main sessions (no parent) before
+    subagents, live before closed, newest ``createdAt`` first, then the greatest id (the
+    order ``sessionq mcp`` discovers a caller in). SQLite keeps the top ``limit`` keys
+    while it scans; only those rows' headers are parsed."""
+    order = "ORDER BY parent IS NULL DESC, live DESC, created_at DESC, id DESC"
+    rows = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM sessions"
+        f" WHERE key IN (SELECT key FROM sessions {order} LIMIT ?) {order}",
+        (limit,),
+    )
+    return [record_from_row(h, live) for h, live in rows]
+
+
 def live_ids(conn: sqlite3.Connection) -> frozenset[str]:
     return frozenset(r[0] for r in conn.execute("SELECT id FROM sessions WHERE live = 1"))

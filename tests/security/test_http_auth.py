@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import aiohttp
 import pytest
+from yarl import URL
 
 from tests.serve.conftest import DEMO_SESSIONS, running_embedded
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
@@ -81,6 +82,7 @@ def guarded_requests(demo: DemoSummary) -> list[tuple[str, str, Any]]:
         ("GET", "/v1/manifest", None),
         ("GET", "/v1/status", None),
         ("GET", f"/v1/sessions?caller={quote(caller)}", None),
+        ("GET", "/v1/callers", None),
         ("GET", "/", None),
         ("GET", "/metrics", None),
     ]
@@ -152,6 +154,23 @@ async def test_the_token_is_in_no_response_and_no_log(
     assert seen
     assert not [s for s in seen if TOKEN_ASCII in s]
     assert TOKEN_ASCII not in caplog.text
+
+
+async def test_the_console_files_are_open_and_hold_no_data(guarded: Server) -> None:
+    """A browser loads the page's scripts without its bearer token: they are open, and
+    they are the package's static files (no session data, no token)."""
+    from worker.http.console_page import ASSETS
+
+    for name in ASSETS:
+        status, headers, text = await send(guarded, "GET", f"/console/{name}", None, {})
+        assert status == 200, name
+        assert TOKEN_ASCII not in text
+        assert not [s.id for s in guarded.summary.sessions if s.id in text], name
+        assert "script-src 'self'" in headers["Content-Security-Policy"]
+    for raw in ("/console/../v1/callers", "/console/app.js/../../v1/callers", "/console/"):
+        url = URL(f"{guarded.base}{raw}", encoded=True)  # sent as written, dots and all
+        async with guarded.http.get(url) as resp:
+            assert resp.status == 401, raw
 
 
 async def test_a_non_ascii_token_compares_as_bytes(demo: DemoSummary, tmp_path: Path) -> None:
@@ -343,7 +362,7 @@ def test_the_token_file_comes_from_the_environment_too(tmp_path: Path) -> None:
 async def test_the_console_sends_the_token_it_was_opened_with(
     guarded: Server, tmp_path: Path
 ) -> None:
-    from tests.serve.test_console_chromium import (
+    from tests.serve.chromium import (
         chromium,
         chromium_binary,
         run_and_wait,
@@ -446,6 +465,17 @@ async def test_without_a_token_only_local_names_are_answered(
         if status != 200:
             body = await resp.json()
             assert body["error"]["code"] == "FORBIDDEN_HOST"
+
+
+async def test_callers_and_the_console_files_follow_the_rebinding_rule(
+    open_server: Server,
+) -> None:
+    for path in ("/v1/callers", "/console/app.js", "/"):
+        async with open_server.http.get(
+            f"{open_server.base}{path}", headers={"Host": "attacker.example:8765"}
+        ) as resp:
+            assert resp.status == 421, path
+            assert (await resp.json())["error"]["code"] == "FORBIDDEN_HOST"
 
 
 async def test_configured_names_are_answered_too(demo: DemoSummary, tmp_path: Path) -> None:

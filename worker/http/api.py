@@ -1,5 +1,6 @@
-"""The HTTP API of ``sessionq serve``: tool calls, the manifest, status, the caller's
-sessions, the console page, the ops probes and the admin endpoint.
+"""The HTTP API of ``sessionq serve``: tool calls, the manifest, status, the console's
+reads (``worker.http.console_api``) and page (``worker.http.console_page``), the ops
+probes and the admin endpoint.
 
 Tool calls arrive over HTTP and run through the same ``Pipeline`` as the Kafka worker
 (``worker.local_service``); the watched logs are applied by the local source
@@ -14,47 +15,33 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from importlib import resources
-from typing import Any
 
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
-from indexer.model.search import CwdFilter
-from indexer.query.types import SessionRecord
 from indexer.sources.local import SourceStatus
 from indexer.stats import store_stats
-from worker.contract import boundary
-from worker.contract.deadline import CancelToken
 from worker.contract.envelopes import (
     MAX_REQUEST_BYTES,
     HttpCall,
     first_validation_error,
     reply_for,
 )
-from worker.contract.errors import SESSION_NOT_FOUND, HarnessError, is_unknown_tool
+from worker.contract.errors import is_unknown_tool
 from worker.http import source_agents as ext
 from worker.http.admin import StoreAdmin
 from worker.http.auth import OPEN_PATHS, bearer, token_matches
+from worker.http.console_api import ConsoleApi
+from worker.http.console_page import console_routes, is_asset_path
 from worker.http.ops import ops_routes
 from worker.http.origin import allowed_names, rebinding_guard
 from worker.local_service import LocalService
 from worker.manifest import manifest
 from worker.pipeline import ToolCall
-from worker.tools.access import (
-    Caller,
-    ResolvedCaller,
-    authorize_session_ids,
-    header_authorized,
-    record_authorized,
-    resolve_caller,
-)
-from worker.tools.render import shown_parent
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES  # the same bound as a Kafka request record
-MAX_LISTED_SESSIONS = 500
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -69,6 +56,7 @@ class HttpApi:
         self.metrics = local.metrics
         self._token = token
         self.admin = StoreAdmin(local)
+        self.console = ConsoleApi(local.service)
 
     @property
     def status(self) -> SourceStatus:
@@ -105,8 +93,8 @@ class HttpApi:
                 web.post("/v1/call", self._call_view),
                 web.get("/v1/manifest", self._manifest_view),
                 web.get("/v1/status", self._status_view),
-                web.get("/v1/sessions", self._sessions_view),
-                web.get("/", self._console_view),
+                *self.console.routes(),
+                *console_routes(),
             ]
         )
         return app
@@ -116,11 +104,12 @@ class HttpApi:
         return web.json_response({"error": {"code": code, "message": message}}, status=status)
 
     def _authorized(self, request: web.Request) -> bool:
-        """With a token: every path but the probes needs ``Authorization: Bearer``; the
-        console page ``/`` also takes ``?token=`` (a browser cannot send the header when
-        the page is opened; the page moves it into sessionStorage and off the URL)."""
+        """With a token: every path but the probes and the console's static files needs
+        ``Authorization: Bearer``; the console page ``/`` also takes ``?token=`` (a
+        browser cannot send the header when the page is opened; the page moves it into
+        sessionStorage and off the URL)."""
         token = self._token
-        if token is None or request.path in OPEN_PATHS:
+        if token is None or request.path in OPEN_PATHS or is_asset_path(request.path):
             return True
         if token_matches(bearer(request.headers.get("Authorization")), token):
             return True
@@ -194,80 +183,3 @@ class HttpApi:
                 "rejected_files": s.rejected,
             }
         )
-
-    @staticmethod
-    def _caller_of(request: web.Request) -> Caller | web.Response:
-        session_id = request.query.get("caller", "")
-        if not session_id:
-            return HttpApi._bad(
-                400, "BAD_REQUEST", "caller is required: /v1/sessions?caller=<session id>"
-            )
-        step_text = request.query.get("step_seq")
-        if step_text is None or step_text == "":
-            return Caller(session_id)
-        if not step_text.isdigit():
-            return HttpApi._bad(400, "BAD_REQUEST", "step_seq must be a non-negative integer")
-        return Caller(session_id, int(step_text))
-
-    async def _visible_sessions(self, caller: ResolvedCaller) -> list[SessionRecord]:
-        """The sessions the caller may see: the tools' workspace rule (same ``cwd``; a
-        caller without one sees only itself)."""
-        token = CancelToken()
-        cwd = caller.header.cwd
-        if cwd is None:
-            own = await boundary.call(
-                token, "caller session listing", lambda: self.service.get_session(caller.id)
-            )
-            records = [] if own is None else [own]
-        else:
-            records = await boundary.call(
-                token,
-                "workspace session listing",
-                lambda: self.service.filter_sessions([CwdFilter((cwd,))]),
-            )
-        return [r for r in records if record_authorized(r, caller)][:MAX_LISTED_SESSIONS]
-
-    async def _sessions_view(self, request: web.Request) -> web.Response:
-        caller = self._caller_of(request)
-        if isinstance(caller, web.Response):
-            return caller
-        try:
-            agents = ext.agents_of_query(request.query)
-            resolved = await resolve_caller(self.service, caller, CancelToken())
-            records = await self._visible_sessions(resolved)
-            records = [r for r in records if agents is None or r.header.agent in agents]
-        except ext.ExtensionError as exc:
-            return self._bad(400, "BAD_REQUEST", str(exc))
-        except HarnessError as exc:
-            status = 404 if exc.code == SESSION_NOT_FOUND else 500
-            return self._bad(status, exc.code, exc.message)
-        parents = [r.header.parent_session for r in records if r.header.parent_session]
-        shown = await authorize_session_ids(self.service, resolved, parents, CancelToken())
-        titles = await asyncio.to_thread(
-            self.service.read_title_snapshots, [r.header.id for r in records]
-        )
-        title_of: dict[str, Any] = {
-            t.session_id: t.title.title if t.title else None
-            for t in titles
-            if t.header is not None and header_authorized(t.header, resolved)
-        }
-        return web.json_response(
-            [
-                {
-                    "id": r.header.id,
-                    "cwd": r.header.cwd,
-                    "parent": shown_parent(r.header.parent_session, shown),
-                    "created_at": r.header.created_at,
-                    "source_agent": r.header.agent,
-                    "title": title_of.get(r.header.id),
-                    "last_step_seq": await asyncio.to_thread(
-                        self.service.last_step_start_seq, r.header.id
-                    ),
-                }
-                for r in records
-            ]
-        )
-
-    async def _console_view(self, _: web.Request) -> web.Response:
-        page = resources.files("worker.http.console").joinpath("index.html").read_text()
-        return web.Response(text=page, content_type="text/html")

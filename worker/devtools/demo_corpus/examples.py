@@ -1,6 +1,6 @@
 """Ready-to-paste example calls: for a demo root from its summary (real ids, known
-answers), for any other root from ``GET /v1/sessions?caller=`` with the newest local log's
-session as the caller (best effort)."""
+answers), for any other root from ``GET /v1/callers`` and ``GET /v1/sessions?caller=``
+with the caller the console starts with (best effort)."""
 
 from __future__ import annotations
 
@@ -80,49 +80,41 @@ def example_curls(summary: DemoSummary, base_url: str) -> list[str]:
     return [f"# {c.label}\n{c.curl(base_url)}" for c in example_calls(summary)]
 
 
-def _newest_local_session(paths: Sequence[str | Path]) -> str | None:
-    """The session id the most recently modified log under ``paths`` implies."""
-    from indexer.logs.roots import discover, implied_session_id
-
-    logs = [(log.stat().st_mtime, implied_session_id(log)) for log in discover(paths)]
-    known = [(mtime, sid) for mtime, sid in logs if sid is not None]
-    return max(known)[1] if known else None
-
-
-def _generic_examples(base_url: str, paths: Sequence[str | Path]) -> list[ExampleCall]:
-    """Calls for a real root, built from ``GET /v1/sessions?caller=`` (best effort): the
-    API lists only the caller's workspace, so the newest local log is the caller."""
-    caller = _newest_local_session(paths)
-    if caller is None:
-        return []
+def _get_json(base_url: str, path: str) -> Any:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    url = f"{base_url.rstrip('/')}/v1/sessions?caller={urllib.parse.quote(caller, safe='')}"
-    with opener.open(url, timeout=10) as resp:
-        sessions: list[dict[str, Any]] = json.loads(resp.read())
-    with_cwd = [s for s in sessions if s.get("cwd")]
-    if not with_cwd:
+    with opener.open(f"{base_url.rstrip('/')}{path}", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def _generic_examples(base_url: str) -> list[ExampleCall]:
+    """Calls for a real root (best effort), from the caller the console starts with —
+    the first of ``GET /v1/callers``, the newest main session — and its workspace."""
+    callers: list[dict[str, Any]] = _get_json(base_url, "/v1/callers")["callers"]
+    if not callers:
         return []
-    newest = max(with_cwd, key=lambda s: int(s.get("created_at") or 0))
+    caller = callers[0]["id"]
+    quoted = urllib.parse.quote(caller, safe="")
+    sessions: list[dict[str, Any]] = _get_json(base_url, f"/v1/sessions?caller={quoted}")
     calls = [
         ExampleCall(
-            "session_trace on the newest session",
-            _call("session_trace", {}, newest["id"]),
-            newest["id"],
+            "session_trace on the console's caller (the newest main session)",
+            _call("session_trace", {}, caller),
+            caller,
         ),
         ExampleCall(
             "session_event_read: its first events",
-            _call("session_event_read", {"seq": 0, "after": 3}, newest["id"]),
+            _call("session_event_read", {"seq": 0, "after": 3}, caller),
             "Target event seq 0:",
         ),
     ]
-    for other in with_cwd:
+    for other in sessions:
         words = re.findall(r"[A-Za-z]{4,}", str(other.get("title") or ""))
-        if other["id"] != newest["id"] and other["cwd"] == newest["cwd"] and words:
+        if other["id"] != caller and words:
             calls.insert(
                 0,
                 ExampleCall(
-                    "session_search from the newest session",
-                    _call("session_search", {"query": words[0]}, newest["id"]),
+                    "session_search from the same session",
+                    _call("session_search", {"query": words[0]}, caller),
                     "",
                 ),
             )
@@ -139,13 +131,11 @@ def print_examples(base_url: str, paths: Sequence[str | Path] = ()) -> None:
         calls = example_calls(load_summary(Path(paths[0])))
     else:
         try:
-            calls = _generic_examples(base_url, paths)
-        except (OSError, ValueError) as exc:
+            calls = _generic_examples(base_url)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             problem = f"(no example calls: {exc})"
-    # The console lists only the caller's workspace: open it with the examples' caller.
-    caller = calls[0].body["caller"]["session_id"] if calls else None
-    query = f"?caller={urllib.parse.quote(caller, safe='')}" if caller else ""
-    print(f"sessionq console: {base_url}/{query}")
+    # The console picks its caller (the newest main session); ?caller=<id> pins another.
+    print(f"sessionq console: {base_url}/")
     if problem:
         print(problem)
     if calls:
