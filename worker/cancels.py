@@ -1,4 +1,4 @@
-"""Cancel records and the calls they may stop (issue 9).
+"""Cancel records and the calls they may stop.
 
 A cancel reaches every in-flight copy of its request id (a redelivered request can run
 twice). When callers are authenticated, a cancel is honoured only when it carries the

@@ -152,7 +152,7 @@ MAX_ARGUMENT_DEPTH: Final = 32
 """Arguments nested deeper than this are refused before the schema walk (which recurses)."""
 MAX_QUERY_CHARS: Final = 4096
 """A search ``query`` longer than this is refused: tokenizing and phrase-matching a
-megabyte-long query costs seconds of CPU and holds its memory (issue 10)."""
+megabyte-long query costs seconds of CPU and holds its memory."""
 
 
 MAX_ARGUMENT_CHARS: Final = 512 * 1024

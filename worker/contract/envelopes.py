@@ -19,7 +19,7 @@ from worker.contract.outcome import ToolReply
 MAX_REQUEST_BYTES: Final = 1024 * 1024
 """A request or cancel record (or HTTP body) larger than this is refused unparsed: the
 requests topic takes no more (``max.message.bytes``), and parsing megabytes per record
-would let one sender stall everyone else's calls (issue 10)."""
+would let one sender stall everyone else's calls."""
 
 
 class _Envelope(BaseModel):

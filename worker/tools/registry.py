@@ -1,9 +1,9 @@
 """The tool registry: each of the five tools declared once.
 
-A ``Tool`` carries everything that used to be spread over name sets and string
-switches: its name, how schema-valid arguments become its typed argument model, how
-it runs (authorization → query → rendering, SPEC §9.8), its execution mode (SPEC
-§9.1), its time budget, and its pending-call card. Every name set, the manifest and
+A ``Tool`` carries everything about one tool in one place: its name, how schema-valid
+arguments become its typed argument model, how it runs (authorization → query →
+rendering, SPEC §9.8), its execution mode (SPEC §9.1), its time budget, and its
+pending-call card. Every name set, the manifest and
 the pipeline derive from ``TOOLS``; registration order is the order of the tool
 definitions in ``schemas.json`` (the manifest's order).
 """
