@@ -277,3 +277,67 @@ def test_a_version_2_dir_gets_the_watched_logs_signatures(tmp_path: Path) -> Non
         assert record is not None and record.header.cwd == "/w"
     finally:
         service.close()
+
+
+def _as_version_2(data: Path) -> None:
+    """What a version 2 release left: no signatures, no stale-import marks."""
+    conn = sqlite3.connect(sqlite_path(data))
+    try:
+        conn.execute("ALTER TABLE watched_sources DROP COLUMN size")
+        conn.execute("ALTER TABLE watched_sources DROP COLUMN mtime_ns")
+        conn.execute("DROP TABLE stale_imports")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("older", [True, False])
+def test_an_import_of_an_older_release_is_replaced_by_its_log(tmp_path: Path, older: bool) -> None:
+    """An older release mapped another agent's log differently: reading the log again
+    replaces that session instead of conflicting with it (and the session reads back);
+    a session this release imported still conflicts with a different log of its id."""
+    from indexer.logs.importers.detect import LogSource, read_source
+    from indexer.sources.files import ingest_files
+
+    rollout = sorted((REPO_ROOT / "tests/data/codex/sessions").rglob("rollout-*.jsonl"))[0]
+    lines = rollout.read_text(encoding="utf-8").splitlines()
+    first_text = next(
+        i for i, line in enumerate(lines) if '"input_text"' in line or '"output_text"' in line
+    )
+    earlier = tmp_path / "earlier" / rollout.name
+    earlier.parent.mkdir()
+    earlier.write_text(  # the same session mapped another way: one text differs
+        "\n".join(
+            line.replace('text":"', 'text":"(earlier mapping) ', 1) if i == first_text else line
+            for i, line in enumerate(lines)
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    data = tmp_path / "data"
+    store = Store(data)
+    try:
+        assert ingest_files(store, [LogSource(earlier, "codex")]).rejected == []
+    finally:
+        store.close()
+    if older:
+        _as_version_2(data)
+    store = Store(data)
+    try:
+        summary = ingest_files(store, [LogSource(rollout, "codex")])
+    finally:
+        store.close()
+    sid = read_source(LogSource(rollout, "codex")).header.id
+    if older:
+        assert summary.rejected == [], summary.rejected
+        service = StoreQueryService(data)
+        try:
+            stored = service.list_events(sid)
+            assert len(stored) == len(read_source(LogSource(rollout, "codex")).events)
+            for event in stored:
+                service.read_event(sid, event.seq)  # every event reads back
+        finally:
+            service.close()
+    else:
+        assert [r.reason for r in summary.rejected] and "conflict" in summary.rejected[0].reason

@@ -15,8 +15,9 @@ Policy on the loop's outcomes:
   the store holds for a session *this log provided* (``SEQ_CONFLICT``,
   ``SOURCE_CONFLICT``), or a log shorter than what it provided, means the log was
   rewritten: the session is deleted and read again from the file, which is the truth
-  for a watched session. A conflict with a session another log provided is an ordinary
-  rejection (two copies of one session);
+  for a watched session. So does a conflict with a session an older release imported
+  (``stale_imports``: its events are in that release's mapping). A conflict with a
+  session another log provided is an ordinary rejection (two copies of one session);
 * failed for another reason (``Result.failed``) — the session is read again on the
   next pass (``LogWatcher.rewind``);
 * the batch lost (``BatchAbortedError``) — every session of the batch is read again on
@@ -226,7 +227,10 @@ class Applier:
                 elif (
                     error.code in REWRITTEN_CODES
                     and item.path is not None
-                    and recorded.get(sid) == self._real(item.path)
+                    and (
+                        recorded.get(sid) == self._real(item.path)
+                        or self.store.tables.stale_import(sid)
+                    )
                 ):
                     log.warning(
                         "log of session %s was rewritten (%s): reading it again", sid, error.message

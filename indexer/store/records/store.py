@@ -11,6 +11,8 @@ failure is:
 * if it raises, both are rolled back: none of its rows and none of its staged index
   documents survive, the rest of the open batch stands. A seq-gap rejection then marks
   the session *held*, the one state change a rejection leaves;
+* a whole log read from a file replaces the session of the same id that an older
+  release imported (``stale_imports``: its events are in that release's mapping);
 * the **record's** fault comes back as ``RecordRejectedError`` (the record is bad) or
   ``RecordFailedError`` (anything unexpected, a bug): the caller reports or dead-letters
   that record and goes on;
@@ -128,6 +130,8 @@ class Store:
 
         def write() -> Applied:
             if isinstance(unit, SessionLog):
+                if self.tables.stale_import(unit.header.id):  # a log read again replaces it
+                    self.writer.delete(unit.header.id)
                 return self.writer.apply_log(unit)
             return self.writer.apply(unit)
 

@@ -180,11 +180,20 @@ def _v1_to_v2(conn: sqlite3.Connection, failpoints: FailPoints) -> None:
 
 def _v2_to_v3(conn: sqlite3.Connection) -> None:
     """The watched log's signature: unknown (NULL) for what was applied before, so each
-    such log is read once more, then recorded."""
+    such log is read once more, then recorded. Every session imported from another
+    agent's log so far is a stale import: its events are in the older release's mapping
+    (a read of its log replaces it)."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(watched_sources)")}
     for column in ("size", "mtime_ns"):
         if column not in columns:
             conn.execute(f"ALTER TABLE watched_sources ADD COLUMN {column} INTEGER")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS stale_imports (session_key INTEGER PRIMARY KEY) WITHOUT ROWID"
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO stale_imports(session_key) SELECT key FROM sessions"
+        " WHERE json_extract(header, '$.sourceAgent') IS NOT NULL"
+    )
     conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
 
 

@@ -94,6 +94,13 @@ CREATE TABLE IF NOT EXISTS offsets (
 -- the watched sessions whose file is gone are deleted (sessions from `sessionq ingest`
 -- of other paths have no row here and are never reconciled away), and a log whose
 -- signature is unchanged is not read again.
+-- Sessions an older release imported from another agent's log (schema 2 and before):
+-- their events are in that release's mapping, so a log read again replaces them instead
+-- of conflicting with them (indexer.store.records.store, indexer.sources.local.applier).
+CREATE TABLE IF NOT EXISTS stale_imports (
+  session_key INTEGER PRIMARY KEY
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS watched_sources (
   session_id TEXT PRIMARY KEY,
   path       TEXT NOT NULL,

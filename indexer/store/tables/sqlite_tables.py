@@ -172,12 +172,22 @@ class SqliteTables:
         key = self._key(session_id)
         if key is not None:
             self.blocks.delete(key)
-            for table in ("source_runs", "replacements", "redactions"):
+            for table in ("source_runs", "replacements", "redactions", "stale_imports"):
                 self.conn.execute(f"DELETE FROM {table} WHERE session_key = ?", (key,))
         self.conn.execute("DELETE FROM watched_sources WHERE session_id = ?", (session_id,))
         self.conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         self._keys.pop(session_id, None)
         return key
+
+    def stale_import(self, session_id: str) -> bool:
+        """Whether an older release imported this session (``stale_imports``)."""
+        key = self._key(session_id)
+        if key is None:
+            return False
+        row = self.conn.execute(
+            "SELECT 1 FROM stale_imports WHERE session_key = ?", (key,)
+        ).fetchone()
+        return row is not None
 
     def set_watched_source(
         self, session_id: str, path: str, signature: tuple[int, int] | None = None
