@@ -26,6 +26,7 @@ __all__ = [
     "file_key",
     "implied_session_id",
     "is_log_file",
+    "is_project_name",
     "walk_root",
 ]
 
@@ -45,10 +46,10 @@ def is_log_file(path: Path) -> bool:
 
 
 def _is_project_dir(path: Path) -> bool:
-    return _is_project_name(path.name)
+    return is_project_name(path.name)
 
 
-def _is_project_name(name: str) -> bool:
+def is_project_name(name: str) -> bool:
     return name == NO_CWD_DIR or (len(name) > 4 and name.startswith("--") and name.endswith("--"))
 
 
@@ -108,7 +109,7 @@ def walk_root(directory: Path) -> Walk:
         return found
     for child in _entries(directory):
         if _is_dir(child):
-            if _is_project_name(child.name):
+            if is_project_name(child.name):
                 _project_logs(Path(child.path), found)
         elif child.name.endswith(LOG_SUFFIXES):
             found.take(child)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from indexer.logs.importers.detect import LogFormat, LogSource, discover_report, read_source
 from indexer.logs.importers.trees import TreeFormat, tree_format
+from indexer.logs.placement import place
 from indexer.logs.reader import LogRejectedError
 from indexer.model import SessionEvent
 from indexer.model.records import DeleteRecord, EventsRecord, EventStreamRecord, HeaderRecord
@@ -180,13 +181,30 @@ class LogWatcher:
         for path in sorted(set(changed)):
             tracked = self._files.get(path)
             if tracked is None or tracked.source is None:
-                walk = walk or self._may_matter(path)
+                placed = self._place(path)
+                if placed is None:
+                    walk = walk or self._may_matter(path)
+                for source in placed or ():
+                    known = self._files.get(source.path)
+                    if known is None or known.source is None:
+                        out.extend(self._scan_file(source))
                 continue
             if not os.path.lexists(path):
                 deletes.update(self._vanished(path))
                 continue
             out.extend(self._scan_file(tracked.source))
         return out + self._delete_records(deletes), walk
+
+    def _place(self, path: Path) -> list[LogSource] | None:
+        """The logs a new path adds, when its root's layout says so from the path alone
+        (``indexer.logs.placement``); None: a walk must tell."""
+        for root in self.roots:
+            if path.is_relative_to(root.path):
+                has_logs = any(p.is_relative_to(root.path) for p in self._files)
+                return place(
+                    root.path, self._layout(root.path), root.format, path, has_logs=has_logs
+                )
+        return None
 
     def _may_matter(self, path: Path) -> bool:
         """A changed path that is not tracked: a directory, or a file that could be a
