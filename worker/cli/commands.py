@@ -4,7 +4,7 @@ A command's module is imported when that command runs, never to build the parser
 ``sessionq --help`` and a one-shot command load only what they use (the Kafka client,
 the MCP SDK, the HTTP servers, the index are imported by the commands that need them).
 Keys are the command paths of ``worker.cli.parser``; the two are checked against each
-other by ``tests/test_cli_startup.py``.
+other by ``tests/worker/test_cli_startup.py``.
 """
 
 from __future__ import annotations
