@@ -28,6 +28,7 @@ ENV_PREFIX = "SESSIONQ_"
 EVENTS_TOPIC = "sessionq.events"
 REQUESTS_TOPIC = "sessionq.requests"
 DLQ_TOPIC = "sessionq.dlq"
+LINEAGE_TOPIC = "sessionq.lineage"
 REPLIES_TOPIC = "sessionq.replies"
 
 # How session log files are read: recognised per root and file, or one format forced
@@ -213,6 +214,9 @@ class KafkaSettings(BaseModel):
         default=REPLIES_TOPIC, min_length=1, description="default reply topic"
     )
     dlq_topic: str = Field(default=DLQ_TOPIC, min_length=1, description="dead-letter topic")
+    lineage_topic: str = Field(
+        default=LINEAGE_TOPIC, min_length=1, description="partitioned nodes' lineage topic"
+    )
     sasl_mechanism: SaslMechanism | None = Field(
         default=None, description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (SASL_* protocols)"
     )
