@@ -16,6 +16,7 @@ nothing else. Either role answers nothing itself: the node does.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -89,6 +90,7 @@ class PartitionReplica:
         self.applied = 0
         self.dead_lettered = 0
         self.failing: str | None = None
+        self._committing = asyncio.Lock()
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def open(self) -> None:
@@ -194,10 +196,15 @@ class PartitionReplica:
 
     async def commit(self) -> bool:
         """Dead letters, then lineage entries acknowledged, then the store commit with
-        the next offset. False when the batch was lost (the caller replays)."""
+        the next offset. False when the batch was lost (the caller replays). One commit
+        at a time: the record loop and a rebalance (the group's own task) both commit."""
+        async with self._committing:
+            if self.loop is None or not self._count:
+                return True
+            return await self._commit()
+
+    async def _commit(self) -> bool:
         assert self.loop is not None
-        if not self._count:
-            return True
         for record, reason, code in self._pending_dlq:
             await self._dlq.send(
                 self.settings.dlq_topic, dead_letter(record, reason, code), key=record.key

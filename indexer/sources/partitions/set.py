@@ -3,10 +3,11 @@
 when an owned partition may answer.
 
 On an assignment (owned O, standby S; the eager protocol revokes everything first, so
-the set acts on the difference with what it had):
+the set acts on the difference with what it had; a ready partition that stays owned
+keeps answering throughout):
 
-1. lost (neither in O nor in S): its open batch is committed, its store closed, its
-   files kept for a possible return; it answers nothing from then on;
+1. lost (neither in O nor in S): it stops answering (``on_lost``), its open batch is
+   committed, its store closed, its files kept for a possible return;
 2. owned -> standby, standby -> owned: the store stays open, only its feed changes
    (the group consumer for an owner, the copy consumer for a standby);
 3. gained without a local store: with ``--snapshot-from`` its newest snapshot is
@@ -130,32 +131,40 @@ class PartitionSet:
 
     # ---- rebalances ---------------------------------------------------------------------------
     def revoked(self) -> None:
-        """A rebalance began: owned partitions stop answering until it ends."""
-        for p in list(self.state):
-            if self.state[p] == "ready":
-                self.state[p] = "catching_up"
-                self.on_lost(p)
+        """A rebalance began. Nothing stops yet: the eager protocol revokes every
+        partition, but most come back; ``assigned`` acts on the difference."""
 
     async def assigned(self, owned: list[int], standby: list[int]) -> None:
         """The new assignment (module docstring, steps 1-4)."""
         new_owned, new_standby = set(owned), set(standby) - set(owned)
+        kept = {p for p in new_owned if self.state.get(p) == "ready" and self._opened(p)}
+        for p in sorted(set(self.state) - new_owned):  # no longer answered here
+            self.state.pop(p)
+            self._targets.pop(p, None)
+            self.on_lost(p)
         for p in sorted(set(self.replicas) - new_owned - new_standby):  # 1. lost
             await self._release(p)
         for p in sorted(new_standby):
-            self.state.pop(p, None)
-            self._targets.pop(p, None)
             await self._open(p, "standby")
         self.standby = new_standby
-        self.group.pause(self.settings.events_topic, owned)
-        self.group.pause(self.group.topic, owned)
-        for p in sorted(new_owned):
+        gained = sorted(new_owned - kept)
+        self.group.pause(self.settings.events_topic, gained)
+        self.group.pause(self.group.topic, gained)
+        for p in sorted(kept):  # the group reset its position: the store knows better
+            await self.group.seek_events(p, self.replicas[p].position)
+        for p in gained:
             self.state[p] = "catching_up"
             self._targets.pop(p, None)
             await self._open(p, "active")
         await self.copies.assign(
             {p: self.replicas[p].stored_offset() for p in sorted(new_standby) if self._opened(p)}
         )
-        log.info("owned partitions %s, standby %s", sorted(new_owned), sorted(new_standby))
+        log.info(
+            "owned partitions %s (kept %s), standby %s",
+            sorted(new_owned),
+            sorted(kept),
+            sorted(new_standby),
+        )
 
     def _opened(self, p: int) -> bool:
         replica = self.replicas.get(p)
