@@ -13,8 +13,10 @@ import re
 import sqlite3
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
+import orjson
 import pytest
 
 from indexer.kafka.node_group import partition_for
@@ -108,6 +110,7 @@ async def test_three_nodes_hold_their_partitions_and_answer_like_a_full_replica(
                 interval=0.5,
             )
             assert_nodes_hold_their_partitions(nodes, {h.id: h.routing_key for h in headers})
+            await assert_stats_and_metrics_show_the_owned_partitions(nodes[0])
             await assert_answers_equal_the_full_replica(kafka, full, headers, (alpha, beta, gamma))
             await assert_misrouted_request_is_refused_at_once(topics.bootstrap, topics, alpha)
             await assert_delete_finds_the_partition(nodes[0], topics, beta, gamma)
@@ -126,6 +129,44 @@ def comparable(reply: Reply) -> object:
         return reply.encode()
     head, *blocks = reply.text.split("\n\n")
     return head, sorted(re.sub(r"^\d+\. ", "", b) for b in blocks)
+
+
+async def assert_stats_and_metrics_show_the_owned_partitions(node: NodeProc) -> None:
+    """``sessionq stats --data <node dir> --json`` counts the sessions of the partitions
+    the node owns now; ``/metrics`` has each one's readiness, lag and store size."""
+    ready = sorted(node.ready())
+    out = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "worker", "stats", "--data", str(node.data), "--json"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    stats = orjson.loads(out.stdout)
+    held = sum(len(partition_sessions(node.data / "partitions" / str(p))) for p in ready)
+    assert stats["owned"] == ready and stats["sessions"] == held > 0
+    assert stats["standby"]["partitions"] == [] and stats["standby"]["sessions"] == 0
+    port = re.findall(r"metrics on [\d.]+:(\d+)", node.proc.log())[-1]
+
+    def scrape() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            return str(r.read().decode())
+
+    def shows_partitions() -> bool:
+        text = scrape()
+        return all(f'sessionq_node_partition_ready{{partition="{p}"}} 1.0' in text for p in ready)
+
+    await wait_until(
+        lambda: asyncio.to_thread(shows_partitions), timeout=60, what="per-partition metrics"
+    )
+    text = scrape()
+    for p in ready:
+        assert f'sessionq_node_partition_lag{{partition="{p}",role="active"}} 0.0' in text
+        size = re.search(
+            rf'sessionq_node_partition_store_bytes{{partition="{p}",role="active"}} (\S+)', text
+        )
+        assert size is not None and float(size.group(1)) > 0
 
 
 def assert_nodes_hold_their_partitions(nodes: list[NodeProc], keys: dict[str, str]) -> None:

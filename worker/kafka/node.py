@@ -26,9 +26,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-
-import orjson
 
 from indexer.errors import INVALID_CONFIG, SessionqError
 from indexer.kafka.client import InRecord, Producer
@@ -40,12 +37,12 @@ from indexer.metrics import Metrics
 from indexer.sources.partitions.replica import ReplicaSettings, partition_dir
 from indexer.sources.partitions.set import PartitionSet
 from indexer.sources.partitions.snapshots import PartitionSnapshots
+from indexer.sources.partitions.status import write_status
 from worker.kafka.node_metrics import NodeMetrics
 from worker.kafka.node_worker import NodeWorker
 from worker.settings_node import NodeSettings
 
 log = logging.getLogger("sessionq.node")
-STATUS_FILE = "node.json"  # what the node owns now (``sessionq stats`` reads it)
 POLL_MS = 50
 READY_CHECK_S = 0.1
 COMMIT_REQUESTS_S = 0.2
@@ -210,17 +207,13 @@ class Node:
 
     def write_status(self) -> None:
         """``<data>/node.json``: the partitions owned (and ready) and copied now."""
-        status = {
-            "partitions": self.partition_count,
-            "owned": self.partitions.active,
-            "ready": self.partitions.ready(),
-            "standby": sorted(self.partitions.standby),
-            "updated_at": time.time(),
-        }
-        path = self.settings.data / STATUS_FILE
-        temp = path.with_suffix(".tmp")
-        temp.write_bytes(orjson.dumps(status))
-        temp.replace(path)
+        write_status(
+            self.settings.data,
+            partitions=self.partition_count,
+            owned=self.partitions.active,
+            ready=self.partitions.ready(),
+            standby=sorted(self.partitions.standby),
+        )
 
     # ---- 3. loop -------------------------------------------------------------------------------
     async def run(self, *, timeout: float | None = None) -> None:
@@ -322,12 +315,3 @@ class Node:
             self.worker.close_services()
             self.lineage.close()
 
-
-def status(node_dir: Path) -> dict[str, object] | None:
-    """The node's last ``node.json`` (None: not a node's data dir)."""
-    path = node_dir / STATUS_FILE
-    try:
-        raw: object = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return raw if isinstance(raw, dict) else None
