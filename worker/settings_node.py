@@ -52,6 +52,15 @@ class NodeSettings(WorkerSettings, StoreWriterSettings):
     s3: S3Settings = Field(
         default_factory=S3Settings, description="S3-compatible snapshot storage (SESSIONQ_S3_*)"
     )
+    retain_days: int | None = Field(
+        default=None,
+        ge=1,
+        description="delete sessions whose newest event is older (delete records on the events"
+        " topic, per owned partition); unset keeps them",
+    )
+    retention_check_ms: int = Field(
+        default=60_000, ge=1, description="how often --retain-days looks for expired sessions"
+    )
 
     @field_validator("snapshot_every", mode="before")
     @classmethod

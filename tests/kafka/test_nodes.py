@@ -13,6 +13,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from indexer.kafka.node_group import partition_for
 from indexer.model import SessionHeader
 from indexer.query.service import StoreQueryService
 from indexer.settings import KafkaSettings
+from tests.builders import header, user
 from tests.kafka.fixtures import TopicFactory, UniqueName
 from tests.kafka.harness import (
     Topics,
@@ -48,7 +50,13 @@ from tests.kafka.nodes import (
     workspaces_on_distinct_partitions,
 )
 from tests.kafka.processes import REPO_ROOT, Processes
-from tests.kafka.records import RawProducer, ReplyTap, request_record
+from tests.kafka.records import (
+    RawProducer,
+    ReplyTap,
+    events_record,
+    header_record,
+    request_record,
+)
 from tests.kafka.waiting import wait_until
 from worker.contract.envelopes import Reply
 from worker.kafka.client import SessionqClient
@@ -303,3 +311,44 @@ async def test_a_node_refuses_unequal_partition_counts_in_one_line(
         assert len(lines) == 1 and "has 2 partitions" in lines[0] and "needs them equal" in lines[0]
     finally:
         procs.stop_all()
+
+
+async def test_retention_runs_per_partition_on_its_owner(
+    kafka_bootstrap: str, unique_name: UniqueName, tmp_path: Path
+) -> None:
+    """``--retain-days`` on a node: the owner of each partition publishes the delete
+    records of its expired sessions; they are applied there and leave the lineage."""
+    async with product_topics(kafka_bootstrap, unique_name("ret"), 2) as (topics, _):
+        now_ms = int(time.time() * 1000)
+        async with RawProducer(kafka_bootstrap) as producer:
+            for sid, at in (("old", 1_000), ("fresh", now_ms)):
+                h = header(sid, cwd="/ret/a", created_at=at)
+                await producer.send_json(topics.events, header_record(h), key="/ret/a")
+                events = events_record(sid, [user(0, "kestrel", time=at)])
+                await producer.send_json(topics.events, events, key="/ret/a")
+        procs = Processes(tmp_path, topics)
+        try:
+            node = spawn_node(
+                procs,
+                topics,
+                unique_name("group"),
+                tmp_path / "node",
+                "node",
+                "--retain-days",
+                "1",
+            )
+            home = partition_for(b"/ret/a", 2)
+            store = node.data / "partitions" / str(home)
+            await wait_until(
+                lambda: (
+                    covered([node], 2)
+                    and lineage_has(node.data, "fresh")
+                    and not lineage_has(node.data, "old")
+                    and set(partition_sessions(store)) == {"fresh"}
+                ),
+                timeout=120,
+                what="the expired session to be deleted on its partition",
+                interval=0.5,
+            )
+        finally:
+            procs.stop_all()

@@ -239,7 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_keys_command(sub)
     add_snapshot_command(sub)
     add_delete_command(sub, _bootstrap)
-    add_node_command(sub, bootstrap=_bootstrap, tool_limits=_tool_limits, ops=_ops)
+    add_node_command(
+        sub, bootstrap=_bootstrap, tool_limits=_tool_limits, ops=_ops, retention=_retention
+    )
     add_mcp_command(sub, _bootstrap, _tool_limits, _logs, _format)
 
     p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")

@@ -22,7 +22,12 @@ Flags = Callable[[argparse.ArgumentParser], None]
 
 
 def add_node_command(
-    sub: argparse._SubParsersAction[Any], *, bootstrap: Flags, tool_limits: Flags, ops: Flags
+    sub: argparse._SubParsersAction[Any],
+    *,
+    bootstrap: Flags,
+    tool_limits: Flags,
+    ops: Flags,
+    retention: Flags,
 ) -> None:
     p = sub.add_parser(
         "node", help="a partitioned node: index and answer the partitions the group gives it"
@@ -65,6 +70,7 @@ def add_node_command(
         type=positive_int,
         help="a node silent this long loses its partitions",
     )
+    retention(p)
     redact_flag(p)
     tool_limits(p)
     ops(p)

@@ -35,6 +35,7 @@ from indexer.lineage.follower import LineageFollower, LineageWriter
 from indexer.lineage.table import LineageTable
 from indexer.metrics import Metrics
 from indexer.sources.partitions.replica import ReplicaSettings, partition_dir
+from indexer.sources.partitions.retention import PartitionRetention
 from indexer.sources.partitions.set import PartitionSet
 from indexer.sources.partitions.snapshots import PartitionSnapshots
 from indexer.sources.partitions.status import write_status
@@ -140,6 +141,16 @@ class Node:
                 keep=settings.snapshot_keep,
             )
         )
+        self.retention = (
+            None
+            if settings.retain_days is None
+            else PartitionRetention(
+                self.dlq,
+                kafka.events_topic,
+                retain_days=settings.retain_days,
+                check_s=settings.retention_check_ms / 1000,
+            )
+        )
         self.gauges = NodeMetrics(self.metrics.registry)
         self._stopping = asyncio.Event()
         self._held: list[InRecord] = []
@@ -243,6 +254,10 @@ class Node:
                 last["metrics"] = now
             if self.snapshots is not None:
                 self.snapshots.poll(self.partitions.owned_dirs)
+            if self.retention is not None:
+                await self.retention.poll(
+                    self.partitions.replicas[p] for p in self.partitions.ready()
+                )
 
     def _take_requests(self, records: list[InRecord]) -> None:
         """Hand requests to the worker without blocking the loop (module docstring)."""
@@ -314,4 +329,3 @@ class Node:
                     await asyncio.wait_for(client.stop(), 2.0)
             self.worker.close_services()
             self.lineage.close()
-
