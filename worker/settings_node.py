@@ -4,21 +4,27 @@ settings over the partitions it owns, plus what only a node has). See
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field, field_validator
 
 from indexer.settings import S3Settings, StoreWriterSettings, parse_duration
-from worker.settings import WorkerSettings
+from worker.settings import AnsweringSettings
 
 
-class NodeSettings(WorkerSettings, StoreWriterSettings):
+class NodeSettings(AnsweringSettings, StoreWriterSettings):
     """A partitioned node: one consumer-group member on the events and requests topics
     that keeps a store per owned partition under ``data`` and answers their requests."""
 
     command: ClassVar[str] = "node"
 
+    data: Path = Field(description="data directory (a store per partition inside)")
     group: str = Field(default="sessionq-nodes", min_length=1, description="consumer group id")
+    metrics_listen: str = Field(
+        default="0.0.0.0:9466",
+        description="HOST:PORT for /metrics, /healthz, /readyz; empty disables",
+    )
     standby_replicas: int = Field(
         default=0,
         ge=0,

@@ -28,7 +28,7 @@ from worker.contract.errors import BUSY, MISROUTED, UNSERVED_MESSAGE
 from worker.kafka.offsets import RequestSource
 from worker.kafka.worker import Worker
 from worker.pipeline import Pipeline, ToolCall
-from worker.settings import WorkerSettings
+from worker.settings import AnsweringSettings
 
 log = logging.getLogger("sessionq.node")
 
@@ -38,7 +38,7 @@ class NodeWorker(Worker):
 
     def __init__(
         self,
-        settings: WorkerSettings,
+        settings: AnsweringSettings,
         *,
         lineage: LineageTable,
         home: Callable[[str], int],

@@ -51,7 +51,7 @@ from worker.contract.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
 from worker.kafka.offsets import OffsetTracker, RequestSource
 from worker.kafka.reply_topics import Refusal, ReplyTopics
 from worker.pipeline import Pipeline, ToolCall
-from worker.settings import WorkerSettings
+from worker.settings import AnsweringSettings
 from worker.slots import Shares, Slots
 
 log = logging.getLogger("sessionq.worker")
@@ -66,7 +66,7 @@ T = TypeVar("T")
 Decoded = ToolRequest | InvalidRequestError | EnvelopeError
 
 
-def _authenticator(settings: WorkerSettings) -> CallerAuthenticator | None:
+def _authenticator(settings: AnsweringSettings) -> CallerAuthenticator | None:
     """The keyring's verifier; without one (settings allow that only when asked for
     explicitly) every caller is taken at its word, and the log says so."""
     if settings.keyring is not None:
@@ -80,7 +80,7 @@ class Worker:
 
     def __init__(
         self,
-        settings: WorkerSettings,
+        settings: AnsweringSettings,
         service: QueryService | None,
         *,
         client_id: str = "sessionq-worker",
