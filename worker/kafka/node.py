@@ -14,9 +14,9 @@ requests-p, from a store of its own for p (``indexer.sources.partitions``). The 
    standby copies' consumer feeds the standby stores; due batches commit; request
    offsets commit after their replies; the lineage copy follows in its own task.
 
-Request intake never blocks event application: while the worker's admission is full
-the requests partitions are paused, and records already fetched are held (bounded by
-one poll) until it has room.
+Request intake never blocks event application: fetched requests are handed to the
+worker in order by a chain of tasks; only while more than ``max_admitted`` of them wait
+for admission are the requests partitions paused.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ class Node:
         )
         self.gauges = NodeMetrics(self.metrics.registry)
         self._stopping = asyncio.Event()
-        self._held: list[InRecord] = []
+        self._backlog = 0  # request records fetched, not yet admitted by the worker
         self._intake: asyncio.Task[None] | None = None
         self._requests_paused = False
         self._follow: asyncio.Task[None] | None = None
@@ -203,7 +203,6 @@ class Node:
         await self.worker._on_revoked(list(self.worker.assigned))
 
     async def _on_assigned(self, owned: list[int], standby: list[int]) -> None:
-        self._held = [r for r in self._held if r.partition in owned]
         await self.partitions.assigned(owned, standby)
         await self.worker._on_assigned(owned)
         self._requests_paused = False
@@ -260,19 +259,31 @@ class Node:
                 )
 
     def _take_requests(self, records: list[InRecord]) -> None:
-        """Hand requests to the worker without blocking the loop (module docstring)."""
-        self._held.extend(records)
-        if not self._held:
-            return
-        if self._intake is None or self._intake.done():
-            batch, self._held = self._held, []
-            self._intake = asyncio.create_task(self.worker._take(batch))
-            if self._requests_paused:
-                self.group.resume(self.kafka.requests_topic, self.partitions.ready())
-                self._requests_paused = False
-        elif not self._requests_paused:
+        """Hand requests to the worker without blocking the loop (module docstring):
+        batches are taken in order, each after the one before; past ``max_admitted``
+        records waiting for admission, the requests partitions pause until half of
+        that is left (pausing costs a fetch round trip, so only under overload)."""
+        if records:
+            self._backlog += len(records)
+            self._intake = asyncio.create_task(self._take_after(self._intake, records))
+        bound = self.settings.max_admitted
+        if self._backlog > bound and not self._requests_paused:
             self.group.pause(self.kafka.requests_topic, self.partitions.active)
             self._requests_paused = True
+        elif self._requests_paused and self._backlog <= bound // 2:
+            self.group.resume(self.kafka.requests_topic, self.partitions.ready())
+            self._requests_paused = False
+
+    async def _take_after(
+        self, previous: asyncio.Task[None] | None, records: list[InRecord]
+    ) -> None:
+        try:
+            if previous is not None:
+                await asyncio.wait([previous])
+            owned = set(self.partitions.active)  # another member answers the others
+            await self.worker._take([r for r in records if r.partition in owned])
+        finally:
+            self._backlog -= len(records)
 
     async def refresh_metrics(self) -> None:
         try:
