@@ -48,7 +48,13 @@ class NodeProc:
 
 
 def spawn_node(
-    procs: Processes, topics: Topics, group: str, data: Path, name: str, *extra: str
+    procs: Processes,
+    topics: Topics,
+    group: str,
+    data: Path,
+    name: str,
+    *extra: str,
+    env: dict[str, str] | None = None,
 ) -> NodeProc:
     proc = procs.spawn(
         name,
@@ -61,7 +67,7 @@ def spawn_node(
         group,
         "--insecure-unauthenticated-callers",
         *extra,
-        env=NODE_ENV,
+        env={**NODE_ENV, **(env or {})},
     )
     return NodeProc(proc, data)
 

@@ -336,6 +336,7 @@ async def test_retention_runs_per_partition_on_its_owner(
                 "node",
                 "--retain-days",
                 "1",
+                env={"SESSIONQ_RETENTION_CHECK_MS": "500"},
             )
             home = partition_for(b"/ret/a", 2)
             store = node.data / "partitions" / str(home)
