@@ -95,10 +95,8 @@ class Worker:
         self.settings = settings
         self.kafka = kafka
         self.service = service
-        self.source: RequestSource = (
-            source
-            if source is not None
-            else GroupSource(kafka, kafka.requests_topic, settings.group, client_id=client_id)
+        self.source: RequestSource = source or GroupSource(
+            kafka, kafka.requests_topic, settings.group, client_id=client_id
         )
         self.producer = Producer(
             kafka,
@@ -128,8 +126,7 @@ class Worker:
         self._started = True
 
     def new_pipeline(self, service: QueryService) -> Pipeline:
-        """A pipeline over ``service`` sharing this worker's keyring, running slots and
-        admission shares."""
+        """A pipeline over ``service`` sharing this worker's keyring, slots and shares."""
         return Pipeline(
             service,
             self.settings.tools,
