@@ -113,20 +113,27 @@ class NodeGroup:
         return to_records(batches)
 
     async def seek_events(self, partition: int, offset: int | None) -> None:
-        """Position events-p at the stored next offset, or its beginning."""
+        """Position events-p at the stored next offset, or its beginning (nothing when
+        this member no longer owns it: the next assignment positions it again)."""
         tp = TopicPartition(self.events, partition)
+        if tp not in self._consumer.assignment():
+            return
         if offset is None:
             await self._consumer.seek_to_beginning(tp)
         else:
             self._consumer.seek(tp, offset)
 
     def pause(self, topic: str, partitions: Sequence[int]) -> None:
-        self._consumer.pause(*(TopicPartition(topic, p) for p in partitions))
+        """Stop fetching these partitions (those this member still owns: a rebalance may
+        have taken some since the caller looked)."""
+        self._consumer.pause(*self._owned(topic, partitions))
 
     def resume(self, topic: str, partitions: Sequence[int]) -> None:
+        self._consumer.resume(*self._owned(topic, partitions))
+
+    def _owned(self, topic: str, partitions: Sequence[int]) -> list[TopicPartition]:
         owned = self._consumer.assignment()
-        tps = [TopicPartition(topic, p) for p in partitions]
-        self._consumer.resume(*(tp for tp in tps if tp in owned))
+        return [tp for tp in (TopicPartition(topic, p) for p in partitions) if tp in owned]
 
     def assignment(self) -> list[int]:
         """The requests partitions this member owns."""

@@ -353,3 +353,30 @@ async def test_retention_runs_per_partition_on_its_owner(
             )
         finally:
             procs.stop_all()
+
+
+async def test_pausing_or_seeking_a_partition_the_member_lost_is_a_no_op(
+    kafka_bootstrap: str, unique_name: UniqueName
+) -> None:
+    """Between a rebalance's revocation and its assignment the node's view still lists
+    its old partitions; pausing, resuming or seeking them then must not raise (it
+    stopped a node under a request flood)."""
+    from indexer.kafka.assignor import LocalState
+    from indexer.kafka.node_group import NodeGroup
+
+    async with product_topics(kafka_bootstrap, unique_name("lost"), 2) as (topics, _):
+        group = NodeGroup(
+            topics.kafka(),
+            unique_name("group"),
+            standby_replicas=0,
+            local=LocalState,
+            session_timeout_ms=6000,
+        )
+        await group.connect()
+        try:
+            assert group.assignment() == []
+            group.pause(topics.requests, [0, 1])
+            group.resume(topics.requests, [0, 1])
+            await group.seek_events(0, 5)
+        finally:
+            await group.stop()
