@@ -40,7 +40,7 @@ from typing import Any, Final
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_kafka import Broker, Procs, _loadavg, end_offsets
+from bench.bench_kafka import Broker, Procs, _loadavg, create_topics, end_offsets
 from bench.bench_store import _percentile, machine
 
 ROOT: Final = Path(__file__).resolve().parents[1]
@@ -97,22 +97,6 @@ async def wait_for(what: str, cond: Any, timeout: float) -> float:
         if time.monotonic() - t0 > timeout:
             raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(0.2)
-
-
-async def drained(bootstrap: str, group: str, topic: str) -> bool:
-    """The group has committed every request sent so far (a new group starts from the
-    topic's beginning and answers the earlier runs' requests that are within deadline)."""
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    ends = await end_offsets(bootstrap, topic)
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        offsets = await admin.list_consumer_group_offsets(group)
-    finally:
-        await admin.close()
-    done = {tp.partition: om.offset for tp, om in offsets.items() if tp.topic == topic}
-    return all(done.get(p, 0) >= end for p, end in ends.items())
 
 
 async def load(
@@ -192,6 +176,18 @@ async def failover(
     return out
 
 
+async def fresh_requests(
+    env: dict[str, str], kafka: Any, name: str, partitions: int
+) -> tuple[dict[str, str], Any]:
+    """A requests topic of this run's own (as many partitions as the events): a new group
+    would otherwise first answer the earlier runs' requests still within deadline."""
+    topic = f"{env['SESSIONQ_EVENTS_TOPIC'].rsplit('.', 1)[0]}.requests-{name}"
+    await create_topics(kafka.bootstrap, [topic], partitions)
+    return {**env, "SESSIONQ_REQUESTS_TOPIC": topic}, kafka.model_copy(
+        update={"requests_topic": topic}
+    )
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     from indexer.settings import KafkaSettings
     from worker.kafka.topics import ensure_topics
@@ -236,14 +232,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
         # ---- baseline: a full replica ------------------------------------------------------
         full = tmp / "full"
-        t = time.monotonic()
+        base_env, base_kafka = await fresh_requests(env, kafka, "full", args.partitions)
         procs.start([SQ, "indexer", "--data", str(full)], log_path=tmp / "indexer.log", env=env)
 
         def full_caught_up() -> bool:
             stored = count(
                 full / "store.sqlite3", "SELECT coalesce(sum(next_offset), 0) FROM offsets"
             )
-            return stored == results["records"]
+            return bool(stored == results["records"])
 
         ingest_s = await wait_for("the full replica", full_caught_up, 1800)
         sessions = count(full / "store.sqlite3", "SELECT count(*) FROM sessions")
@@ -254,11 +250,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         procs.start(
             [SQ, "worker", "--data", str(full), "--group", f"{prefix}-w"],
             log_path=tmp / "worker.log",
-            env=env,
+            env=base_env,
         )
         callers = callers_of(full)
-        await asyncio.sleep(5)  # the worker joins its group
-        base = await load(kafka, callers, args.concurrency, args.seconds)
+        every = f"assigned partitions {list(range(args.partitions))}"
+        await wait_for("the worker to join", lambda: every in (tmp / "worker.log").read_text(), 120)
+        base = await load(base_kafka, callers, args.concurrency, args.seconds)
         results["runs"]["full replica"] = {
             "ingest_s": ingest_s,
             "bytes_per_node": [dir_bytes(full)],
@@ -271,13 +268,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         for n in args.nodes:
             group = f"{prefix}-n{n}"
             dirs = [tmp / f"n{n}-{i}" for i in range(n)]
+            run_env, run_kafka = await fresh_requests(env, kafka, f"n{n}", args.partitions)
             extra = ["--standby-replicas", "1"] if n > 1 else []
             t = time.monotonic()
             running = [
                 procs.start(
                     [SQ, "node", "--data", str(d), "--group", group, *extra],
                     log_path=tmp / f"{d.name}.log",
-                    env=env,
+                    env=run_env,
                 )
                 for d in dirs
             ]
@@ -298,11 +296,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 )
 
             caught = await wait_for(f"{n} nodes", ready, 1800)
-            await wait_for(
-                "earlier requests to be answered",
-                lambda g=group: drained(broker.bootstrap, g, env["SESSIONQ_REQUESTS_TOPIC"]),
-                600,
-            )
             per_node = [
                 sum(dir_bytes(d / "partitions" / str(p)) for p in status(d).get("owned", []))
                 for d in dirs
@@ -311,7 +304,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 sum(dir_bytes(d / "partitions" / str(p)) for p in status(d).get("standby", []))
                 for d in dirs
             ]
-            measured = await load(kafka, callers, args.concurrency, args.seconds)
+            measured = await load(run_kafka, callers, args.concurrency, args.seconds)
             run: dict[str, Any] = {
                 "ingest_s": caught,
                 "bytes_per_node": per_node,
@@ -325,7 +318,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 lost = sorted(status(dirs[most]).get("owned", []))
                 victim = running[most]
                 run["failover_s"] = await failover(
-                    kafka,
+                    run_kafka,
                     callers,
                     lost,
                     args.partitions,
