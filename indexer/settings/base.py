@@ -21,6 +21,7 @@ ENV_PREFIX = "SESSIONQ_"
 EVENTS_TOPIC = "sessionq.events"
 REQUESTS_TOPIC = "sessionq.requests"
 DLQ_TOPIC = "sessionq.dlq"
+LINEAGE_TOPIC = "sessionq.lineage"
 REPLIES_TOPIC = "sessionq.replies"
 
 # How session log files are read: recognised per root and file, or one format forced

@@ -21,6 +21,7 @@ from worker.cli.delete_command import add_delete_command
 from worker.cli.kafka_commands import cmd_indexer, cmd_publish, cmd_topics, cmd_worker
 from worker.cli.keys_command import add_keys_command
 from worker.cli.mcp_command import add_mcp_command
+from worker.cli.node_command import add_node_command
 from worker.cli.options import (
     EXIT_FAILED,
     EXIT_USAGE,
@@ -238,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_keys_command(sub)
     add_snapshot_command(sub)
     add_delete_command(sub, _bootstrap)
+    add_node_command(
+        sub, bootstrap=_bootstrap, tool_limits=_tool_limits, ops=_ops, retention=_retention
+    )
     add_mcp_command(sub, _bootstrap, _tool_limits, _logs, _format)
 
     p = sub.add_parser("serve", help="embedded mode: ingest + watch logs, HTTP API, no broker")
