@@ -145,7 +145,7 @@ async def _publish(kafka: KafkaSettings, targets: Sequence[tuple[str, str]]) -> 
 
 def _delete_embedded(settings: DeleteSettings, ids: list[str]) -> int:
     from worker.http.admin import DELETE_PATH
-    from worker.http.auth import TokenFileError, load_token
+    from worker.webguard.token import TokenFileError, load_token
 
     assert settings.url is not None
     if settings.token_file is None:
