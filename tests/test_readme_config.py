@@ -14,6 +14,7 @@ from typing import Any
 
 import indexer.settings
 import worker.settings
+import worker.settings_node
 from indexer.settings import RoleSettings, env_name, flat_fields, nested_model
 from worker.cli import build_parser
 
@@ -24,7 +25,7 @@ HEADER = "| flag | env | default | used by |"
 def roles() -> list[type[RoleSettings]]:
     found = [
         obj
-        for module in (indexer.settings, worker.settings)
+        for module in (indexer.settings, worker.settings, worker.settings_node)
         for obj in vars(module).values()
         if isinstance(obj, type) and issubclass(obj, RoleSettings) and obj.command
     ]

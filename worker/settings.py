@@ -20,12 +20,10 @@ from worker.limits import ToolLimits
 REPLY_TOPIC_PATTERNS = ("sessionq.replies", "sessionq.replies.*")  # the worker's default
 
 
-class WorkerSettings(ServiceSettings):
-    """The worker role: answer tool calls from the requests topic over one data dir."""
+class AnsweringSettings(ServiceSettings):
+    """What every role that answers tool calls from the requests topic takes (``worker``,
+    ``node``): admission bounds, reply topics, the keyring."""
 
-    command: ClassVar[str] = "worker"
-
-    data: Path = Field(description="data directory")
     kafka: KafkaSettings
     tools: ToolLimits = Field(default_factory=ToolLimits)
     group: str = Field(default="sessionq-workers", min_length=1, description="consumer group id")
@@ -58,13 +56,6 @@ class WorkerSettings(ServiceSettings):
             "the env value separates them with os.pathsep (':'), which no topic name contains"
         ),
     )
-    wait_for_index: bool = Field(
-        default=False, description="join the group only after this data dir's indexer caught up"
-    )
-    metrics_listen: str = Field(
-        default="0.0.0.0:9465",
-        description="HOST:PORT for /metrics, /healthz, /readyz; empty disables",
-    )
     keyring: Path | None = Field(
         default=None, description="host public keys that may vouch for callers (JSON file)"
     )
@@ -74,13 +65,28 @@ class WorkerSettings(ServiceSettings):
     )
 
     @model_validator(mode="after")
-    def _callers_are_authenticated(self) -> WorkerSettings:
+    def _callers_are_authenticated(self) -> AnsweringSettings:
         if self.keyring is None and not self.insecure_unauthenticated_callers:
             raise ValueError(
-                "a worker authenticates its callers: give --keyring FILE (SESSIONQ_KEYRING), "
-                "or --insecure-unauthenticated-callers on a trusted network"
+                f"a {self.command} authenticates its callers: give --keyring FILE"
+                " (SESSIONQ_KEYRING), or --insecure-unauthenticated-callers on a trusted network"
             )
         return self
+
+
+class WorkerSettings(AnsweringSettings):
+    """The worker role: answer tool calls from the requests topic over one data dir."""
+
+    command: ClassVar[str] = "worker"
+
+    data: Path = Field(description="data directory")
+    wait_for_index: bool = Field(
+        default=False, description="join the group only after this data dir's indexer caught up"
+    )
+    metrics_listen: str = Field(
+        default="0.0.0.0:9465",
+        description="HOST:PORT for /metrics, /healthz, /readyz; empty disables",
+    )
 
 
 WatchMode = Literal["auto", "poll"]

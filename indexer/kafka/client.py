@@ -1,6 +1,7 @@
 """aiokafka for both roles: plain record values, manual partition assignment, the
 indexer's events consumer and the idempotent producer every role uses. With
-``indexer.kafka.group`` the only modules that import aiokafka."""
+``indexer.kafka.group``, ``assignor`` and ``node_group`` the only modules that import
+aiokafka."""
 
 from __future__ import annotations
 
@@ -324,12 +325,13 @@ class Producer:
     async def enqueue(
         self,
         topic: str,
-        value: bytes,
+        value: bytes | None,
         *,
         key: bytes | None = None,
         headers: Sequence[tuple[str, bytes]] = (),
     ) -> asyncio.Future[Any]:
-        """Queue a record; await the returned future for its acknowledgement."""
+        """Queue a record (``None``: a tombstone); await the returned future for its
+        acknowledgement."""
         async with kafka_access(self.kafka):
             fut: asyncio.Future[Any] = await self._producer.send(
                 topic, value, key=key, headers=list(headers) or None

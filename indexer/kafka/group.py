@@ -1,6 +1,7 @@
 """aiokafka for the request/reply side: the workers' consumer group on the requests
-topic, the hosts' reply reader, and topic creation. With ``indexer.kafka.client`` the
-only modules that import aiokafka; domain code sees plain values only."""
+topic, the hosts' reply reader, and topic creation. With ``indexer.kafka.client``,
+``assignor`` and ``node_group`` the only modules that import aiokafka; domain code sees
+plain values only."""
 
 from __future__ import annotations
 

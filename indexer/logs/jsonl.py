@@ -12,12 +12,21 @@ memory, whatever the file holds:
 * runs of blank lines are counted, never accumulated;
 * a file ending inside a zstd frame (a torn write) is reported instead of being
   silently cut short (the frame headers are walked before decoding).
+
+A read tells where a later read of the same file may start (:class:`Position`,
+:class:`Lines`): after the last line when the data ends cleanly (its last byte is the
+newline of a line that is not blank), or, in a plain file, at the start of a last line
+without its newline (one still being written). So an appended log is read from there,
+the tail alone: a plain file from that byte, a ``.jsonl.zstd`` file from the end of
+its last frame. Whether the bytes before it are still the ones read is the caller's
+to check.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO, Final, cast
 
@@ -26,7 +35,14 @@ import zstandard
 from indexer.errors import LogValidationError
 from indexer.logs.files import open_regular
 
-__all__ = ["MAX_DECOMPRESSED_BYTES", "MAX_LINE_BYTES", "ZSTD_MAGIC", "iter_lines"]
+__all__ = [
+    "MAX_DECOMPRESSED_BYTES",
+    "MAX_LINE_BYTES",
+    "ZSTD_MAGIC",
+    "Lines",
+    "Position",
+    "iter_lines",
+]
 
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 MAX_LINE_BYTES: Final = 16 << 20
@@ -36,6 +52,48 @@ MAX_DECOMPRESSED_BYTES: Final = 1 << 30
 _READ_SIZE: Final = 1 << 20
 _JSON_WHITESPACE: Final = b" \t\r\n"
 _SKIPPABLE_MAGIC: Final = 0x184D2A50
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a later read may start: after ``offset`` bytes of the file (for a
+    ``.jsonl.zstd`` file the end of a frame), which hold ``line`` lines, the last one
+    not blank and ended by its newline; ``decompressed``: the bytes a zstd file's frames
+    before ``offset`` decompress to (the decompression cap counts from the file's
+    start)."""
+
+    offset: int
+    line: int
+    decompressed: int = 0
+
+
+class Lines:
+    """The logical lines of a log file as :func:`iter_lines` yields them, from its start
+    or from ``start`` (the ``end`` of an earlier read of the same file; line numbers go
+    on from there). ``end`` is where a later read may start (module docstring), known
+    once the data is read: before a last line without its newline is yielded, else once
+    the lines are exhausted; ``None`` when there is no such place (the data ends in
+    blank lines, or in the middle of a zstd frame's line)."""
+
+    def __init__(self, path: Path, start: Position | None = None) -> None:
+        self.path = path
+        self.start = start if start is not None else Position(0, 0)
+        self.end: Position | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        start = self.start
+        with open_regular(self.path) as f:
+            compressed = f.read(4) == ZSTD_MAGIC
+            f.seek(start.offset)
+            source = _ZstdSource(f, start) if compressed else _PlainSource(f, start.offset)
+
+            def ended(line: int, pending: int) -> None:
+                # A plain file may end in a line still being written: a later read
+                # starts at that line (a zstd frame's middle is no place to start).
+                if pending == 0 or not compressed:
+                    self.end = Position(source.offset - pending, line, source.decompressed)
+
+            yield from _split(source.chunks(), start.line, ended)
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -48,19 +106,24 @@ def iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     the line that could not be read. A path that is not a regular file (a FIFO, a
     socket, a device) raises ``NotRegularFileError`` before anything is read.
     """
-    with open_regular(path) as f:
-        compressed = f.read(4) == ZSTD_MAGIC
-        f.seek(0)
-        yield from _split(_zstd_chunks(f) if compressed else _plain_chunks(f))
+    return iter(Lines(path))
 
 
 def _too_long(line_no: int) -> LogValidationError:
     return LogValidationError(f"line longer than {MAX_LINE_BYTES} bytes", line=line_no)
 
 
-def _split(chunks: Iterator[bytes]) -> Iterator[tuple[int, bytes]]:
+def _split(
+    chunks: Iterator[bytes],
+    line_no: int = 0,
+    ended: Callable[[int, int], None] | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """The lines of ``chunks`` (``line_no`` lines before them). Once the data is read,
+    unless it ends in blank lines, ``ended(lines, pending)`` is told the lines completed
+    and the bytes after the last of them: 0 when the data ended cleanly, else the
+    length of a last line without its newline, told before that line is yielded."""
     ws = _JSON_WHITESPACE
-    line_no = 0  # lines completed so far
+    # line_no: lines completed so far
     pending: list[bytes] = []  # the start of the current, unfinished line
     pending_size = 0
     blank_no = 0  # first line of the current run of blank lines (0: none)
@@ -122,12 +185,25 @@ def _split(chunks: Iterator[bytes]) -> Iterator[tuple[int, bytes]]:
         if line.strip(ws):
             if blank_no:
                 yield blank_no, blank
+            elif ended is not None:
+                ended(line_no, pending_size)
             yield line_no + 1, line
+    elif not blank_no and ended is not None:
+        ended(line_no, 0)
 
 
-def _plain_chunks(f: BinaryIO) -> Iterator[bytes]:
-    while chunk := f.read(_READ_SIZE):
-        yield chunk
+class _PlainSource:
+    """A plain file's bytes from ``offset``; ``offset`` ends where the reading ended."""
+
+    decompressed = 0
+
+    def __init__(self, f: BinaryIO, offset: int) -> None:
+        self.f, self.offset = f, offset
+
+    def chunks(self) -> Iterator[bytes]:
+        while chunk := self.f.read(_READ_SIZE):
+            self.offset += len(chunk)
+            yield chunk
 
 
 class _Prefix:
@@ -145,38 +221,47 @@ class _Prefix:
         return data
 
 
-def _zstd_chunks(f: BinaryIO) -> Iterator[bytes]:
-    """Decompressed bytes of every frame in order, at most ``_READ_SIZE`` at a time;
-    fails if the data ends mid-frame, is not zstd frames, or decompresses beyond the cap."""
-    valid, problem = _walk_frames(f)
-    f.seek(0)
-    reader = zstandard.ZstdDecompressor().stream_reader(
-        cast(IO[bytes], _Prefix(f, valid)),
-        read_size=_READ_SIZE,
-        read_across_frames=True,
-        closefd=False,
-    )
-    total = 0
-    try:
-        while chunk := reader.read(_READ_SIZE):
-            total += len(chunk)
-            if total > MAX_DECOMPRESSED_BYTES:
-                raise LogValidationError(
-                    f"zstd data decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes"
-                    " (decompression bomb)"
-                )
-            yield chunk
-    except zstandard.ZstdError as exc:
-        raise LogValidationError(f"corrupt zstd data: {exc}") from exc
-    if problem:
-        raise LogValidationError(problem)
+class _ZstdSource:
+    """The decompressed bytes of every frame from ``start`` on, at most ``_READ_SIZE``
+    at a time; fails if the data ends mid-frame, is not zstd frames, or decompresses
+    beyond the cap. Once read, ``offset`` is the end of the last frame and
+    ``decompressed`` the bytes the file's frames decompressed to."""
+
+    def __init__(self, f: BinaryIO, start: Position) -> None:
+        self.f = f
+        self.offset = start.offset
+        self.decompressed = start.decompressed
+
+    def chunks(self) -> Iterator[bytes]:
+        f = self.f
+        valid, problem = _walk_frames(f, self.offset)
+        f.seek(self.offset)
+        reader = zstandard.ZstdDecompressor().stream_reader(
+            cast(IO[bytes], _Prefix(f, valid - self.offset)),
+            read_size=_READ_SIZE,
+            read_across_frames=True,
+            closefd=False,
+        )
+        try:
+            while chunk := reader.read(_READ_SIZE):
+                self.decompressed += len(chunk)
+                if self.decompressed > MAX_DECOMPRESSED_BYTES:
+                    raise LogValidationError(
+                        f"zstd data decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes"
+                        " (decompression bomb)"
+                    )
+                yield chunk
+        except zstandard.ZstdError as exc:
+            raise LogValidationError(f"corrupt zstd data: {exc}") from exc
+        if problem:
+            raise LogValidationError(problem)
+        self.offset = valid
 
 
-def _walk_frames(f: BinaryIO) -> tuple[int, str | None]:
-    """``(end, problem)``: where the well-formed frames end, from the frame and block
-    headers alone, and what follows them when it is not the end of the file."""
+def _walk_frames(f: BinaryIO, pos: int = 0) -> tuple[int, str | None]:
+    """``(end, problem)``: where the well-formed frames from ``pos`` end, from the frame
+    and block headers alone, and what follows them when it is not the end of the file."""
     size = os.fstat(f.fileno()).st_size
-    pos = 0
     torn = "zstd data ends inside a frame (torn write)"
     while pos < size:
         start = pos

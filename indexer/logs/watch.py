@@ -13,6 +13,15 @@ these to Kafka; the local source (``indexer.sources.local``) applies them to a s
 * ``seed()`` starts tracking a log from a stored state, so an unchanged log is not read
   again after a restart.
 
+The scans are lazy: a log is read, piece by piece (``indexer.logs.reader.LogPieces``),
+as its records are taken, so what is held at once is a piece, whatever the logs hold.
+A log of more than one piece is a stream, as its Kafka topic is: its records go out as
+each piece is read, and a broken line after its first piece stops it there (the
+records before it stand; the log is reported). Such a log remembers where its read
+ended (``indexer.logs.tail``): when it changes, and was only appended to, only what
+follows is read (a plain file from that byte, a zstd file from that frame), with the
+fold's state carried over. Other logs are read whole on each change, as they are small.
+
 A root whose walk fails is reported and left as it was: its tracked logs are neither
 read nor taken for deleted. Only regular files are read (a FIFO named ``*.jsonl`` would
 block a reader for good): anything else is skipped with one note.
@@ -27,31 +36,27 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.logs.importers.detect import LogFormat, LogSource, discover_report, read_source
+from indexer.logs.emitted import (
+    MAX_RECORD_BYTES,
+    Emitted,
+    Signature,
+    event_batches,
+    file_signature,
+)
+from indexer.logs.importers.detect import (
+    LogFormat,
+    LogSource,
+    discover_report,
+    read_source_pieces,
+)
 from indexer.logs.importers.trees import TreeFormat, tree_format
 from indexer.logs.placement import place
-from indexer.logs.reader import LogRejectedError
-from indexer.model import SessionEvent
-from indexer.model.records import DeleteRecord, EventsRecord, EventStreamRecord, HeaderRecord
+from indexer.logs.reader import PIECE_EVENTS, LogPieces, LogRejectedError, SessionLog
+from indexer.logs.tail import Tail
+from indexer.model.records import DeleteRecord, EventsRecord, HeaderRecord
 
 log = logging.getLogger("sessionq.watch")
-MAX_RECORD_BYTES = 1_000_000
-Signature = tuple[int, int]  # (size, mtime_ns) of a log file when it was read
 _UNREAD: Signature = (-1, -1)
-
-
-def event_batches(events: Sequence[SessionEvent], max_bytes: int) -> Iterator[list[SessionEvent]]:
-    """Contiguous slices whose encoded size stays under ``max_bytes`` (one event at least)."""
-    batch: list[SessionEvent] = []
-    size = 0
-    for e in events:
-        if batch and size + len(e.raw) > max_bytes:
-            yield batch
-            batch, size = [], 0
-        batch.append(e)
-        size += len(e.raw) + 1
-    if batch:
-        yield batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,30 +75,15 @@ class _Tracked:
     resend_header: bool = False
     source: LogSource | None = None
     from_start: bool = False  # seeded from a stored state: the next read re-emits it whole
-
-
-@dataclass(slots=True)
-class Emitted:
-    """One record plus the routing key of its session; header and events records name
-    the log file and the signature it had when it was read."""
-
-    key: str
-    record: EventStreamRecord
-    events: int = 0
-    path: Path | None = None
-    signature: Signature | None = None
-    final: bool = False  # the last record read from its log in this scan
-    whole: bool = False  # the log was emitted from its header (not only a tail)
-
-
-def _signature(st: os.stat_result) -> Signature:
-    return (st.st_size, st.st_mtime_ns)
+    tail: Tail | None = None  # where the next read goes on, for a log of many pieces
+    whole: bool = False  # the running read emits the log from its header
 
 
 @dataclass(slots=True)
 class LogWatcher:
     roots: Sequence[WatchRoot]
     max_record_bytes: int = MAX_RECORD_BYTES
+    piece_events: int = PIECE_EVENTS  # a dsh log is read in pieces of this many events
     rejected: dict[str, str] = field(default_factory=dict)  # path -> why it was not read
     _files: dict[Path, _Tracked] = field(default_factory=dict)
     _keys: dict[str, str] = field(default_factory=dict)
@@ -104,6 +94,7 @@ class LogWatcher:
     # deletes the last scan emitted (so a rewind can send them again)
     _deletes: dict[str, str] = field(default_factory=dict)
     _emitted_deletes: dict[str, str] = field(default_factory=dict)
+    pending: int = 0  # changed logs the running scan has still to read
 
     @classmethod
     def of(cls, paths: Iterable[Path], format: LogFormat | None = None) -> LogWatcher:
@@ -157,27 +148,36 @@ class LogWatcher:
             self._noted.add(path)
             log.warning("%s", reason)
 
-    def scan(self, found: tuple[dict[Path, LogSource], list[Path]] | None = None) -> list[Emitted]:
-        """Walk every root (or take ``found``, a ``discover()`` result) and emit what
-        changed (module docstring)."""
-        out: list[Emitted] = []
+    def scan(
+        self, found: tuple[dict[Path, LogSource], list[Path]] | None = None
+    ) -> Iterator[Emitted]:
+        """Walk every root (or take ``found``, a ``discover()`` result) now, and emit
+        what changed as the records are taken (module docstring)."""
         sources, failed = found if found is not None else self.discover()
-        for path in sorted(sources):
-            out.extend(self._scan_file(sources[path]))
+        changed = [sources[p] for p in sorted(sources) if self._changed(p)]
+        self.pending = len(changed)
+        return self._scanning(changed, sources, failed)
+
+    def _scanning(
+        self, changed: list[LogSource], sources: dict[Path, LogSource], failed: list[Path]
+    ) -> Iterator[Emitted]:
+        for source in changed:
+            self.pending -= 1
+            yield from self._scan_file(source)
         deletes, self._deletes = self._deletes, {}
         for path in [p for p in self._files if p not in sources]:
             if any(path.is_relative_to(root) for root in failed):
                 continue  # its root could not be walked: not taken for deleted
             deletes.update(self._vanished(path))
-        return out + self._delete_records(deletes)
+        yield from self._delete_records(deletes)
 
-    def scan_paths(self, changed: Iterable[Path]) -> tuple[list[Emitted], bool]:
-        """Read the tracked logs among ``changed`` again; True as the second value when
-        a changed path is not a tracked log (a new file, a directory, a rename): the
-        roots need a walk (``scan``) to see what it is."""
-        out: list[Emitted] = []
+    def scan_paths(self, changed: Iterable[Path]) -> tuple[Iterator[Emitted], bool]:
+        """Read the tracked logs among ``changed`` again (as the records are taken);
+        True as the second value when a changed path is not a tracked log (a new file, a
+        directory, a rename): the roots need a walk (``scan``) to see what it is."""
         deletes, self._deletes = self._deletes, {}
         walk = False
+        reads: list[LogSource] = []
         for path in sorted(set(changed)):
             tracked = self._files.get(path)
             if tracked is None or tracked.source is None:
@@ -187,13 +187,31 @@ class LogWatcher:
                 for source in placed or ():
                     known = self._files.get(source.path)
                     if known is None or known.source is None:
-                        out.extend(self._scan_file(source))
+                        reads.append(source)
                 continue
             if not os.path.lexists(path):
                 deletes.update(self._vanished(path))
                 continue
-            out.extend(self._scan_file(tracked.source))
-        return out + self._delete_records(deletes), walk
+            reads.append(tracked.source)
+        self.pending = len(reads)
+        return self._reading(reads, self._delete_records(deletes)), walk
+
+    def _reading(self, reads: list[LogSource], then: list[Emitted]) -> Iterator[Emitted]:
+        for source in reads:
+            self.pending -= 1
+            yield from self._scan_file(source)
+        yield from then
+
+    def _changed(self, path: Path) -> bool:
+        """Whether a log's signature differs from the one it was read at (or it was
+        never read); a log that cannot be stat'ed is left to its read."""
+        tracked = self._files.get(path)
+        if tracked is None:
+            return True
+        try:
+            return file_signature(os.stat(path)) != tracked.signature
+        except OSError:
+            return True
 
     def _place(self, path: Path) -> list[LogSource] | None:
         """The logs a new path adds, when its root's layout says so from the path alone
@@ -253,7 +271,7 @@ class LogWatcher:
         """Whether a ``rewind`` left something to emit again (``retry`` emits it)."""
         return bool(self._deletes) or bool(self._rewound)
 
-    def retry(self) -> list[Emitted]:
+    def retry(self) -> Iterator[Emitted]:
         """Emit again what ``rewind`` asked for: its logs read again, its deletes."""
         return self.scan_paths(sorted(self._rewound))[0]
 
@@ -270,13 +288,17 @@ class LogWatcher:
         for path, tracked in self._files.items():
             if tracked.session_id in wanted:
                 tracked.signature, tracked.next_seq, tracked.resend_header = _UNREAD, 0, True
+                tracked.tail = None
                 self._rewound.add(path)
         for sid, key in self._emitted_deletes.items():
             if sid in wanted:
                 self._deletes[sid] = key
 
     # ---- one log -------------------------------------------------------------------------------
-    def _scan_file(self, source: LogSource) -> list[Emitted]:
+    def _scan_file(self, source: LogSource) -> Iterator[Emitted]:
+        """The records of what changed in one log, read as they are taken: a header
+        record first when the whole log is emitted, then its new events in records of
+        at most ``max_record_bytes``; the last one is ``final``."""
         path = source.path
         self._rewound.discard(path)
         tracked = self._files.setdefault(path, _Tracked())
@@ -284,49 +306,81 @@ class LogWatcher:
         try:
             st = os.stat(path)
         except OSError:
-            return []
+            return
         if not stat.S_ISREG(st.st_mode):
             self._note(str(path), f"{path}: skipped: not a regular file")
-            return []
-        signature = _signature(st)
+            return
+        signature = file_signature(st)
         if signature == tracked.signature:
-            return []
+            return
         if tracked.session_id is not None and signature[0] < tracked.signature[0]:
             tracked.from_start = True  # it shrank: not an append, emit it whole again
         tracked.signature = signature
+        tail, tracked.tail = tracked.tail, None
+        resume = None
+        if tail is not None and not (tracked.from_start or tracked.resend_header):
+            resume = tail.resume(path, st)
+        pieces = None
+        if source.format == "dsh":
+            pieces = LogPieces(path, max_events=self.piece_events, resume=resume)
+        last: Emitted | None = None  # held back: the last record of the log is final
+        read = 0
         try:
-            session = read_source(source)
+            for piece in read_source_pieces(source, pieces=pieces):
+                read += 1
+                for item in self._records(tracked, piece, path, signature, read == 1):
+                    if last is not None:
+                        yield last
+                    last = item
         except LogRejectedError as exc:
             if self.rejected.get(str(path)) != str(exc):
                 log.warning("skipping %s", exc)
             self.rejected[str(path)] = str(exc)
-            return []
+            # Reading again from the old tail is safe: what went out since is skipped.
+            tracked.tail = Tail.after(path, pieces, st, resume is not None, read) or (
+                tail if resume is not None else None
+            )
+            if last is not None:
+                yield last
+            return
         except (OSError, RecursionError) as exc:
             self.rejected[str(path)] = f"{path}: cannot read: {exc}"
-            return []
+            if last is not None:
+                yield last
+            return
         self.rejected.pop(str(path), None)
-        header = session.header
+        tracked.tail = Tail.after(path, pieces, st, resume is not None, read)
+        if last is not None:
+            last.final = True
+            yield last
+
+    def _records(
+        self,
+        tracked: _Tracked,
+        piece: SessionLog,
+        path: Path,
+        signature: Signature,
+        first: bool,
+    ) -> Iterator[Emitted]:
+        header = piece.header
         key = header.routing_key
-        out: list[Emitted] = []
-        whole = tracked.from_start or tracked.resend_header or tracked.session_id != header.id
-        if tracked.from_start:
-            tracked.next_seq, tracked.from_start, tracked.resend_header = 0, False, True
-        if tracked.session_id != header.id or tracked.resend_header:
-            if tracked.session_id != header.id:
-                tracked.session_id, tracked.next_seq = header.id, 0
-            tracked.resend_header = False
-            self._keys[header.id] = key
-            head = HeaderRecord(v=1, kind="header", header=header.to_json())
-            out.append(Emitted(key, head, 0, path, signature))
-        fresh = [e for e in session.events if e.seq >= tracked.next_seq]
+        if first:
+            tracked.whole = (
+                tracked.from_start or tracked.resend_header or tracked.session_id != header.id
+            )
+            if tracked.from_start:
+                tracked.next_seq, tracked.from_start, tracked.resend_header = 0, False, True
+            if tracked.session_id != header.id or tracked.resend_header:
+                if tracked.session_id != header.id:
+                    tracked.session_id, tracked.next_seq = header.id, 0
+                tracked.resend_header = False
+                self._keys[header.id] = key
+                head = HeaderRecord(v=1, kind="header", header=header.to_json())
+                yield Emitted(key, head, 0, path, signature, whole=tracked.whole)
+        fresh = [e for e in piece.events if e.seq >= tracked.next_seq]
         for batch in event_batches(fresh, self.max_record_bytes):
             record = EventsRecord(
                 v=1, kind="events", session_id=header.id, events=[e.obj for e in batch]
             )
-            out.append(Emitted(key, record, len(batch), path, signature))
-        tracked.next_seq = max(tracked.next_seq, fresh[-1].seq + 1 if fresh else 0)
-        for item in out:
-            item.whole = whole
-        if out:
-            out[-1].final = True
-        return out
+            tracked.next_seq = max(tracked.next_seq, batch[-1].seq + 1)
+            yield Emitted(key, record, len(batch), path, signature, whole=tracked.whole)

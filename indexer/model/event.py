@@ -12,13 +12,16 @@ SURFACE_ELIGIBLE = frozenset({"user/message", "assistant/message", "tool/result"
 
 
 def dump_json(obj: Any) -> bytes:
-    """Compact JSON keeping key order.
+    """Compact JSON keeping key order, in a bytes object of its own size.
 
     Falls back to ``json`` for what orjson refuses: integers beyond 64 bits, and lone
     UTF-16 surrogates (a streamed delta can split a pair), which stay ``\\uXXXX`` escapes.
+    The result is kept (an event's ``raw``, as long as its batch lives), and orjson hands
+    back its output buffer as it grew (4 KiB at least since orjson 3.12, for any text):
+    the copy is the text's size and the buffer is freed at once.
     """
     try:
-        return orjson.dumps(obj)
+        return bytes(memoryview(orjson.dumps(obj)))
     except TypeError:
         text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
         try:

@@ -21,6 +21,7 @@ from indexer.redact import Redaction, RedactMode
 EVENTS_TOPIC = "sessionq.events"
 REQUESTS_TOPIC = "sessionq.requests"
 DLQ_TOPIC = "sessionq.dlq"
+LINEAGE_TOPIC = "sessionq.lineage"
 REPLIES_TOPIC = "sessionq.replies"
 
 FORMAT_DESCRIPTION = (

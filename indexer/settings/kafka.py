@@ -10,7 +10,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from indexer.settings.base import DLQ_TOPIC, EVENTS_TOPIC, REPLIES_TOPIC, REQUESTS_TOPIC
+from indexer.settings.base import (
+    DLQ_TOPIC,
+    EVENTS_TOPIC,
+    LINEAGE_TOPIC,
+    REPLIES_TOPIC,
+    REQUESTS_TOPIC,
+)
 
 
 def _read_password(file: Path | None, given: SecretStr | None) -> SecretStr | None:
@@ -44,6 +50,9 @@ class KafkaSettings(BaseModel):
         default=REPLIES_TOPIC, min_length=1, description="default reply topic"
     )
     dlq_topic: str = Field(default=DLQ_TOPIC, min_length=1, description="dead-letter topic")
+    lineage_topic: str = Field(
+        default=LINEAGE_TOPIC, min_length=1, description="partitioned nodes' lineage topic"
+    )
     sasl_mechanism: SaslMechanism | None = Field(
         default=None, description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (SASL_* protocols)"
     )

@@ -1,12 +1,28 @@
 """Logs once: ingest session log files (dsh logs and roots, Claude Code and Codex trees
 through ``indexer.logs.importers``) into a data directory (``sessionq ingest``).
 
-Each file is one unit of the record loop (``indexer.sources.loop``): its header and its
-events apply together or not at all, so a rejected file leaves nothing behind and never
-stops the others. Policy on the loop's outcomes: a file refused by the store (or one
-that cannot be read) is reported with its reason; a lost batch reports every file of
-that batch, and ingest carries on with the next ones. The caller holds the data dir's
-writer lease (``indexer.store.lease``) for the whole run.
+A file is read as a stream of bounded pieces (``indexer.logs.reader.LogPieces``: a dsh
+log of any size; another agent's log is one piece), each applied through the record
+loop (``indexer.sources.loop``) as soon as it is read — a header and events, as Kafka
+records are — and the batch commits every ``commit_every_events`` events, inside a
+file as between files. What is held at once is a piece and the batch's staged index
+deletes, whatever the files hold.
+
+A log of one piece (``PIECE_EVENTS``, 20,000 events: nearly every log) is one unit of
+work: its events apply together or not at all, so a rejected file leaves nothing
+behind and never stops the others. A longer log is a stream, as its Kafka topic would
+be: a rejection after its first piece — a broken line at event 900,000 — leaves every
+event before the broken line stored and the session *held* there with the file's
+reason, as a Kafka seq gap holds it (``indexer.store.records.store``); ingesting the
+mended file drops the stored prefix as an identical re-delivery and goes on. Undoing
+the whole file instead would keep the batch open across it, and Tantivy keeps every
+staged delete until a commit (about 1.4 KB each), so memory would grow with the log;
+deleting the session would lose what an earlier ingest stored of it.
+
+Policy on the loop's outcomes: a file refused by the store (or one that cannot be read)
+is reported with its reason; a lost batch reports every file of that batch, and ingest
+carries on with the next ones. The caller holds the data dir's writer lease
+(``indexer.store.lease``) for the whole run.
 """
 
 from __future__ import annotations
@@ -17,8 +33,8 @@ from pathlib import Path
 from typing import Final
 
 from indexer.errors import BatchAbortedError
-from indexer.logs.importers.detect import LogSource, read_source
-from indexer.logs.reader import LogRejectedError
+from indexer.logs.importers.detect import LogSource, read_source_pieces
+from indexer.logs.reader import PIECE_EVENTS, LogRejectedError
 from indexer.sources.loop import RecordLoop, Result
 from indexer.sources.parallel import Compression, Outcome, PoolStats, prepared, worth_a_pool
 from indexer.store.records.store import Store
@@ -79,14 +95,17 @@ def _lost(files: list[Path], exc: BatchAbortedError, summary: IngestSummary) -> 
     return [Rejection(p, f"{p}: not stored: {exc.message}") for p in files]
 
 
-def _commit(loop: RecordLoop, batch: _Batch, summary: IngestSummary) -> None:
+def _commit(loop: RecordLoop, batch: _Batch, summary: IngestSummary) -> bool:
+    """Commit the open batch; False when it was lost (its files are reported)."""
     try:
         loop.commit()
     except BatchAbortedError as exc:
         summary.rejected.extend(_lost(batch.files, exc, summary))
-    else:
-        summary.add(batch.counts)
+        batch.clear()
+        return False
+    summary.add(batch.counts)
     batch.clear()
+    return True
 
 
 def ingest_files(
@@ -96,10 +115,12 @@ def ingest_files(
     commit_every_events: int = 200_000,
     on_file: Callable[[Path], None] | None = None,
     jobs: int = 1,
+    piece_events: int = PIECE_EVENTS,
 ) -> IngestSummary:
     """Apply every log (a bare path is a dsh log); commit every ``commit_every_events``
     events and at the end. ``jobs`` > 1 reads and plans the files in that many worker
-    processes (``indexer.sources.parallel``); the result is the same, file for file."""
+    processes (``indexer.sources.parallel``); the result is the same, file for file.
+    ``piece_events``: the events of one piece (module docstring)."""
     items = list(files)
     loop = RecordLoop(store)
     summary = IngestSummary()
@@ -107,39 +128,14 @@ def ingest_files(
     pool = PoolStats()
     if jobs > 1 and worth_a_pool(items):
         outcomes: Iterable[tuple[Path | LogSource, Outcome]] = prepared(
-            items, jobs, lambda: _compression(store), pool, store.redaction
+            items, jobs, lambda: _compression(store), pool, store.redaction, piece_events
         )
     else:
         outcomes = ((item, LOCAL) for item in items)
     for item, outcome in outcomes:
         path = item.path if isinstance(item, LogSource) else item
         summary.files += 1
-        try:
-            result = _apply(loop, item, outcome)
-        except LogRejectedError as exc:
-            summary.rejected.append(Rejection(path, str(exc)))
-        except OSError as exc:
-            summary.rejected.append(Rejection(path, f"{path}: cannot read: {exc}"))
-        except BatchAbortedError as exc:
-            summary.rejected.extend(_lost([*batch.files, path], exc, summary))
-            batch.clear()
-        else:
-            if result is None:
-                summary.rejected.append(Rejection(path, outcome.reason))
-            elif result.error is not None:
-                summary.rejected.append(Rejection(path, f"{path}: {result.error.message}"))
-            else:
-                applied = result.applied
-                assert applied is not None
-                batch.files.append(path)
-                if applied.noop:
-                    batch.counts.unchanged += 1
-                else:
-                    batch.counts.sessions += 1
-                    batch.counts.events += applied.events
-                    batch.counts.documents += applied.documents
-                if batch.counts.events >= commit_every_events:
-                    _commit(loop, batch, summary)
+        _File(loop, batch, summary, path, commit_every_events).ingest(item, outcome, piece_events)
         if on_file is not None:
             on_file(path)
     _commit(loop, batch, summary)
@@ -155,12 +151,88 @@ def _compression(store: Store) -> Compression:
     return Compression(did, data, store.tables.blocks.sealed_level)
 
 
-def _apply(loop: RecordLoop, item: Path | LogSource, outcome: Outcome) -> Result | None:
-    """Apply one file's outcome; ``None`` = a worker's rejection (``outcome.reason``)."""
-    if outcome.kind == "rejected":
-        return None
-    if outcome.fresh is not None:
-        applied = loop.apply_fresh(outcome.fresh)
-        if applied is not None:
-            return applied
-    return loop.apply(read_source(item))
+class _File:
+    """One file through the loop: its pieces applied in order and counted in the open
+    batch, which commits when it is due; a rejection after some of its events were
+    applied holds the session (module docstring)."""
+
+    def __init__(
+        self, loop: RecordLoop, batch: _Batch, summary: IngestSummary, path: Path, every: int
+    ) -> None:
+        self.loop, self.batch, self.summary, self.path = loop, batch, summary, path
+        self.every = every
+        self.session: str | None = None
+        self.next_seq = 0  # after the events applied from the file
+        self.grew = False  # some of its events were new to the store
+
+    def ingest(self, item: Path | LogSource, outcome: Outcome, piece_events: int) -> None:
+        path, summary = self.path, self.summary
+        try:
+            if outcome.kind == "rejected":
+                summary.rejected.append(Rejection(path, outcome.reason))
+                return
+            fresh = outcome.fresh
+            result = None if fresh is None else self.loop.apply_fresh(fresh)
+            if fresh is not None and result is not None:
+                if not (self._applied(result, fresh.header.id, 0) and self._commit_if_due()):
+                    return
+            else:
+                for piece in read_source_pieces(item, max_events=piece_events):
+                    start = piece.fold.start if piece.fold is not None else 0
+                    end = start + len(piece.events)
+                    if not self._applied(self.loop.apply(piece), piece.header.id, end):
+                        return
+                    del piece  # applied: not held while the next one is read
+                    if not self._commit_if_due():
+                        return  # reported with its batch; the rest would be a gap
+        except LogRejectedError as exc:
+            self._reject(str(exc))
+            return
+        except OSError as exc:
+            self._reject(f"{path}: cannot read: {exc}")
+            return
+        except BatchAbortedError as exc:
+            self._lost(exc)
+            return
+        if not self.grew:
+            self.batch.counts.unchanged += 1
+
+    def _applied(self, result: Result, session: str, end: int) -> bool:
+        """Count one piece in the open batch; False (the file rejected) when refused."""
+        if result.error is not None:
+            self._reject(f"{self.path}: {result.error.message}")
+            return False
+        applied = result.applied
+        assert applied is not None
+        batch = self.batch
+        if batch.files[-1:] != [self.path]:
+            batch.files.append(self.path)
+        if not applied.noop:
+            batch.counts.sessions += not self.grew
+            batch.counts.events += applied.events
+            batch.counts.documents += applied.documents
+            self.grew = True
+        self.session, self.next_seq = session, end
+        return True
+
+    def _commit_if_due(self) -> bool:
+        """Commit when the open batch holds ``every`` events; False when it was lost."""
+        if self.batch.counts.events < self.every:
+            return True
+        return _commit(self.loop, self.batch, self.summary)
+
+    def _reject(self, reason: str) -> None:
+        """Report the file; a session it grew is held after the last event applied."""
+        if self.grew and self.session is not None:
+            reason += f" (events before seq {self.next_seq} are stored; the session is held)"
+            try:
+                self.loop.store.hold(self.session, reason)
+            except BatchAbortedError as exc:
+                self._lost(exc)
+                return
+        self.summary.rejected.append(Rejection(self.path, reason))
+
+    def _lost(self, exc: BatchAbortedError) -> None:
+        files = self.batch.files + ([] if self.batch.files[-1:] == [self.path] else [self.path])
+        self.summary.rejected.extend(_lost(files, exc, self.summary))
+        self.batch.clear()

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from indexer.logs.importers.detect import LogSource, read_source
-from indexer.logs.reader import LogRejectedError, PackedLog, read_log_packed
+from indexer.logs.importers.detect import LogSource, read_source_pieces
+from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, LogPieces, LogRejectedError, PackedLog
 from indexer.model import SessionEvent
 from indexer.redact import OFF, Redaction
 from indexer.store.blocks.format import LEVEL, NO_DICTIONARY, Codec
@@ -56,6 +56,15 @@ IN_FLIGHT: Final = 8
 """Chunks in flight per worker: enough that the workers go on while the writer stalls
 (a commit, a dictionary's recompression), few enough to bound what finished chunks hold
 (a chunk's results are about its files' size)."""
+
+CHUNK_BYTES: Final = 4 << 20
+IN_FLIGHT_BYTES: Final = 32 << 20
+ZSTD_WEIGHT: Final = 8
+"""A chunk ends at ``CHUNK_BYTES`` of its files' weight (``_weight``: their size, a zstd
+file's times ``ZSTD_WEIGHT``, its usual ratio for logs), and at most ``IN_FLIGHT_BYTES``
+of weight is in flight: what finished chunks hold (plans, built blocks, tokenized
+documents) is of the order of their files' size, so it stays bounded whatever the
+files."""
 
 MIN_FILES: Final = 2 * CHUNK_FILES
 MIN_BYTES: Final = 8 << 20
@@ -108,15 +117,28 @@ def _path(item: Item) -> Path:
 
 
 def prepare(
-    item: Item, codec: Codec, dict_id: int, level: int, redaction: Redaction = OFF
+    item: Item,
+    codec: Codec,
+    dict_id: int,
+    level: int,
+    redaction: Redaction = OFF,
+    piece_events: int = PIECE_EVENTS,
 ) -> Outcome:
-    """Read and plan one file as a new session (runs in a worker)."""
+    """Read and plan one file as a new session (runs in a worker). A log of more than
+    one piece (``piece_events``) is the writer's to read: its first piece is all that
+    is read here."""
     path = _path(item)
     try:
         packed = isinstance(item, Path) or item.format == "dsh"
         if packed and not redaction.stores_redacted:
-            return _prepare_packed(read_log_packed(path), codec, dict_id, level, redaction)
-        log = read_source(item)
+            pieces = LogPieces(path, packed=True, max_events=piece_events)
+            first = next(iter(pieces))
+            if not first.final:
+                return Outcome("local")
+            return _prepare_packed(first, codec, dict_id, level, redaction)
+        log = next(read_source_pieces(item, max_events=piece_events))
+        if not log.final:
+            return Outcome("local")
     except LogRejectedError as exc:
         return Outcome("rejected", reason=str(exc))
     except OSError as exc:
@@ -174,19 +196,23 @@ class Compression:
 
 
 class _Worker:
-    """A worker process's codec and the compression its blocks use."""
+    """A worker process's codec, the compression its blocks use, and how it reads."""
 
     codec = Codec()
     compression = Compression(NO_DICTIONARY, b"", LEVEL)
     redaction = OFF
+    piece_events = PIECE_EVENTS
 
 
 WATCH_INTERVAL_S: Final = 0.2
 
 
-def _start_worker(owner: int, compression: Compression, redaction: Redaction) -> None:
+def _start_worker(
+    owner: int, compression: Compression, redaction: Redaction, piece_events: int
+) -> None:
     _use(compression)
     _Worker.redaction = redaction
+    _Worker.piece_events = piece_events
     threading.Thread(target=_exit_with, args=(owner,), name="owner-watch", daemon=True).start()
 
 
@@ -213,8 +239,9 @@ def prepare_chunk(
     if compression is not None:
         _use(compression)
     c = _Worker.compression
+    w = _Worker
     outcomes = [
-        prepare(item, _Worker.codec, c.dict_id, c.level, _Worker.redaction) for item in items
+        prepare(item, w.codec, c.dict_id, c.level, w.redaction, w.piece_events) for item in items
     ]
     return outcomes, time.process_time() - cpu
 
@@ -226,15 +253,29 @@ class PoolStats:
     cpu_seconds: float = 0.0
 
 
-def _chunks(items: Iterable[Item]) -> Iterator[list[Item]]:
+def _weight(item: Item) -> int:
+    """A file's share of what finished chunks may hold: its size (a zstd file's times
+    ``ZSTD_WEIGHT``), at most a piece's (a longer log comes back unplanned)."""
+    path = _path(item)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0
+    return min(size * ZSTD_WEIGHT if path.name.endswith(".zstd") else size, PIECE_BYTES)
+
+
+def _chunks(items: Iterable[Item]) -> Iterator[tuple[list[Item], int]]:
+    """Chunks of ``CHUNK_FILES`` files or ``CHUNK_BYTES`` of weight, with their weight."""
     chunk: list[Item] = []
+    weight = 0
     for item in items:
         chunk.append(item)
-        if len(chunk) == CHUNK_FILES:
-            yield chunk
-            chunk = []
+        weight += _weight(item)
+        if len(chunk) == CHUNK_FILES or weight >= CHUNK_BYTES:
+            yield chunk, weight
+            chunk, weight = [], 0
     if chunk:
-        yield chunk
+        yield chunk, weight
 
 
 def prepared(
@@ -243,33 +284,39 @@ def prepared(
     compression: Callable[[], Compression],
     stats: PoolStats | None = None,
     redaction: Redaction = OFF,
+    piece_events: int = PIECE_EVENTS,
 ) -> Iterator[tuple[Item, Outcome]]:
-    """Every item with its outcome, in order; at most ``IN_FLIGHT * jobs`` chunks in
-    flight (the writer's pace bounds the memory held by finished ones). ``compression`` is asked
-    before each chunk: a commit may have trained the dir's own dictionary meanwhile.
-    ``redaction``: the writer's (``Store.redaction``)."""
+    """Every item with its outcome, in order; at most ``IN_FLIGHT * jobs`` chunks and
+    ``IN_FLIGHT_BYTES`` of their weight in flight (the writer's pace bounds the memory
+    held by finished ones). ``compression`` is asked before each chunk: a commit may
+    have trained the dir's own dictionary meanwhile. ``redaction``: the writer's
+    (``Store.redaction``); ``piece_events``: a log of more is the writer's to read."""
     context = multiprocessing.get_context("spawn")
     first = compression()
     with ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=context,
         initializer=_start_worker,
-        initargs=(os.getpid(), first, redaction),
+        initargs=(os.getpid(), first, redaction, piece_events),
     ) as pool:
-        pending: deque[tuple[list[Item], Future[tuple[list[Outcome], float]]]] = deque()
+        pending: deque[tuple[list[Item], int, Future[tuple[list[Outcome], float]]]] = deque()
         stats = stats if stats is not None else PoolStats()
-        chunks = _chunks(items)
+        in_flight = 0
         try:
-            for chunk in chunks:
+            for chunk, weight in _chunks(items):
                 now = compression()
                 changed = None if now.same(first) else now
-                pending.append((chunk, pool.submit(prepare_chunk, chunk, changed)))
-                if len(pending) >= IN_FLIGHT * jobs:
-                    yield from _finished(*pending.popleft(), stats)
+                pending.append((chunk, weight, pool.submit(prepare_chunk, chunk, changed)))
+                in_flight += weight
+                while len(pending) >= IN_FLIGHT * jobs or in_flight >= IN_FLIGHT_BYTES:
+                    done, done_weight, future = pending.popleft()
+                    in_flight -= done_weight
+                    yield from _finished(done, future, stats)
             while pending:
-                yield from _finished(*pending.popleft(), stats)
+                done, _, future = pending.popleft()
+                yield from _finished(done, future, stats)
         finally:
-            for _chunk, future in pending:
+            for *_chunk, future in pending:
                 future.cancel()
 
 

@@ -11,7 +11,7 @@ state exactly as it was.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from indexer.errors import LogValidationError
@@ -290,11 +290,14 @@ def json_equal(a: Any, b: Any) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class FoldedLog:
-    """A log folded from seq 0 by a reader: every step and the final state, so the store
-    can apply a new session without folding it a second time."""
+    """A log (or a piece of one) folded by a reader: the steps of its events from seq
+    ``start``, where the surface was ``start_nodes``, and the state after them, so the
+    store can apply them without folding them a second time."""
 
     steps: list[FoldStep]
     state: SurfaceFold
+    start: int = 0
+    start_nodes: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,7 +166,7 @@ def test_decompression_bomb_is_rejected_with_bounded_memory(bomb: Path) -> None:
 def test_watcher_scan_of_trailing_newlines_is_bounded(tmp_path: Path, newline_log: Path) -> None:
     """The ``serve`` half of item 4 on its own (no decompression bomb beside it)."""
     watcher = LogWatcher.of([tmp_path])
-    emitted, peak = peak_of(watcher.scan)
+    emitted, peak = peak_of(lambda: list(watcher.scan()))
     assert peak < PEAK_LIMIT, f"peak {peak >> 20} MiB"
     assert [(e.record.kind, e.events) for e in emitted] == [("header", 0), ("events", 2)]
 
@@ -175,7 +175,7 @@ def test_watcher_scan_stays_bounded(tmp_path: Path, newline_log: Path, bomb: Pat
     long_line = tmp_path / "long.jsonl"
     long_line.write_bytes(jsonl(HEADER) + b" " * (MAX_LINE_BYTES + 1))
     watcher = LogWatcher.of([tmp_path])
-    emitted, peak = peak_of(watcher.scan)
+    emitted, peak = peak_of(lambda: list(watcher.scan()))
     assert peak < PEAK_LIMIT, f"peak {peak >> 20} MiB"
     kinds = [(e.key, e.record.kind, e.events) for e in emitted]
     assert kinds == [("session:s1", "header", 0), ("session:s1", "events", 2)]
@@ -184,4 +184,4 @@ def test_watcher_scan_stays_bounded(tmp_path: Path, newline_log: Path, bomb: Pat
     assert watcher.rejected[str(long_line)] == (
         f"{long_line}:2: line longer than {MAX_LINE_BYTES} bytes"
     )
-    assert watcher.scan() == []
+    assert list(watcher.scan()) == []

@@ -23,6 +23,7 @@ import pytest
 
 import indexer.settings
 import worker.settings
+import worker.settings_node
 from indexer.settings import IndexerSettings, RoleSettings, SnapshotRestoreSettings
 from worker.cli import build_parser
 from worker.cli.options import settings_from
@@ -208,7 +209,7 @@ def env_name(option: str) -> str:
 def known_settings() -> set[str]:
     """Every environment name sessionq reads: the flat names of every role's settings."""
     names: set[str] = set()
-    for module in (indexer.settings, worker.settings):
+    for module in (indexer.settings, worker.settings, worker.settings_node):
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, RoleSettings):
                 names |= {indexer.settings.env_name(f) for f in indexer.settings.flat_fields(obj)}

@@ -51,6 +51,7 @@ class Topics:
     requests: str
     replies: str
     dlq: str
+    lineage: str | None = None  # the partitioned nodes' topic, when a test has one
 
     def kafka(self) -> KafkaSettings:
         return KafkaSettings(
@@ -59,16 +60,24 @@ class Topics:
             requests_topic=self.requests,
             replies_topic=self.replies,
             dlq_topic=self.dlq,
+            **({} if self.lineage is None else {"lineage_topic": self.lineage}),
         )
 
     def env(self) -> dict[str, str]:
         """The environment that points a CLI subprocess at these topics."""
-        return {
+        env = {
             "SESSIONQ_EVENTS_TOPIC": self.events,
             "SESSIONQ_REQUESTS_TOPIC": self.requests,
             "SESSIONQ_REPLIES_TOPIC": self.replies,
             "SESSIONQ_DLQ_TOPIC": self.dlq,
         }
+        if self.lineage is not None:
+            env["SESSIONQ_LINEAGE_TOPIC"] = self.lineage
+        return env
+
+    def names(self) -> list[str]:
+        topics = [self.events, self.requests, self.replies, self.dlq]
+        return topics if self.lineage is None else [*topics, self.lineage]
 
 
 async def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
@@ -406,7 +415,7 @@ async def running_stack(
 async def product_topics(
     bootstrap: str, prefix: str, partitions: int = 2
 ) -> AsyncIterator[tuple[Topics, dict[str, str]]]:
-    """The four topics created by the product's own ``ensure_topics`` (its partition
+    """The five topics created by the product's own ``ensure_topics`` (its partition
     counts and configs) under unique names; deleted afterwards."""
     from aiokafka.admin import AIOKafkaAdminClient
 
@@ -418,10 +427,11 @@ async def product_topics(
         requests=f"{prefix}.requests",
         replies=f"{prefix}.replies",
         dlq=f"{prefix}.dlq",
+        lineage=f"{prefix}.lineage",
     )
     result = await ensure_topics(topics.kafka(), partitions)
     try:
-        for name in (topics.events, topics.requests, topics.replies, topics.dlq):
+        for name in topics.names():
             await wait_until(
                 functools.partial(_has_partitions, bootstrap, name),
                 timeout=30,
@@ -432,7 +442,7 @@ async def product_topics(
         admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
         await admin.start()
         try:
-            await admin.delete_topics([topics.events, topics.requests, topics.replies, topics.dlq])
+            await admin.delete_topics(topics.names())
         finally:
             await admin.close()
 

@@ -51,15 +51,19 @@ async def test_topics_are_created_with_their_partitions_and_configs_once(
         topics,
         created,
     ):
-        names = [topics.events, topics.requests, topics.replies, topics.dlq]
+        names = topics.names()
+        assert topics.lineage is not None
         assert created == dict.fromkeys(names, "created")
         partitions = {n: len(await end_offsets(kafka_bootstrap, n)) for n in names}
         assert partitions == {
             topics.events: 3,
-            topics.requests: 3,
+            topics.requests: 3,  # co-partitioned with the events (partitioned nodes)
             topics.replies: 3,
             topics.dlq: 1,
+            topics.lineage: 3,
         }
+        lineage = await topic_configs(kafka_bootstrap, topics.lineage)
+        assert lineage["cleanup.policy"] == "compact"  # a tombstone erases a session's entry
         day = 24 * 3600 * 1000
         events = await topic_configs(kafka_bootstrap, topics.events)
         assert events["retention.ms"] == str(30 * day)  # finite: erased data leaves Kafka

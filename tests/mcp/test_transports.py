@@ -304,7 +304,7 @@ async def test_stdio_watcher_answers_for_a_log_that_appears_after_start(tmp_path
 
 
 async def test_http_without_a_token_answers_only_allowed_host_names(corpus_data: Path) -> None:
-    """The one DNS-rebinding rule of ``serve`` (``worker.http.origin``): local names and
+    """The one DNS-rebinding rule of ``serve`` (``worker.webguard.origin``): local names and
     ``--allowed-hosts``; anything else 421 (Host) or 403 (Origin), as JSON."""
     args = ("--data", str(corpus_data), "--caller", CALLER, "--allowed-hosts", "devbox.lan")
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}

@@ -24,7 +24,7 @@ from yarl import URL
 from tests.serve.conftest import DEMO_SESSIONS, running_embedded
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
 from worker.http.api import MAX_BODY_BYTES
-from worker.http.auth import TokenFileError, is_loopback, load_token
+from worker.webguard.token import TokenFileError, is_loopback, load_token
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "s3cr3t-token-\u00e9-value"  # non-ASCII on purpose: compared as bytes
@@ -482,7 +482,7 @@ async def test_configured_names_are_answered_too(demo: DemoSummary, tmp_path: Pa
     from tests.serve.conftest import embedded_service
     from worker.http.api import HttpApi
     from worker.http.ops import start_server
-    from worker.http.origin import allowed_names
+    from worker.webguard.origin import allowed_names
 
     embedded = embedded_service(demo.root, tmp_path / "data")
     app = HttpApi(embedded).app(allowed_names("127.0.0.1", ["devbox.lan"]))

@@ -30,6 +30,7 @@ HANDLERS: Final[Mapping[str, str]] = {
     "snapshot create": "worker.cli.snapshot_command:cmd_snapshot_create",
     "snapshot restore": "worker.cli.snapshot_command:cmd_snapshot_restore",
     "delete": "worker.cli.delete_command:cmd_delete",
+    "node": "worker.cli.node_command:cmd_node",
     "mcp": "worker.cli.mcp_command:cmd_mcp",
     "serve": "worker.cli.serve_command:cmd_serve",
 }

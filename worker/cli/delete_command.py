@@ -4,7 +4,9 @@ Over Kafka (``--bootstrap`` and the connection settings of ``publish``) every id
 delete record on the events topic, keyed like the session's other records (its cwd, or
 ``session:<id>``; ``worker.kafka.publisher``), so it lands in the session's partition
 after its events and every replica applies it at the same place. The key is looked up in
-a replica's data dir (``--data``, opened read only); an id it does not hold is reported
+a replica's data dir (``--data``, opened read only), or in a partitioned node's copy of
+the global lineage (``sessionq node``'s ``--data``: every partition's sessions, so the
+delete reaches the session's partition from any node); an id it does not know is reported
 unknown and not sent. ``--workspace CWD`` gives the key instead, for ids no replica at
 hand holds (nothing is looked up: every id is sent).
 
@@ -61,11 +63,20 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def _keys(settings: DeleteSettings, ids: Sequence[str]) -> dict[str, str]:
-    """Session id -> routing key, for the ids the replica holds."""
+    """Session id -> routing key, for the ids the replica holds (a node's dir: the ids
+    its copy of the global lineage knows, in any partition)."""
+    from indexer.lineage.table import LineageTable, lineage_path
     from indexer.query.service import StoreQueryService
     from worker.cli.options import data_exists
 
     assert settings.data is not None
+    if lineage_path(settings.data).exists():  # a partitioned node's dir
+        table = LineageTable(settings.data, writable=False)
+        try:
+            entries = {sid: table.get(sid) for sid in ids}
+        finally:
+            table.close()
+        return {sid: e.workspace for sid, e in entries.items() if e is not None}
     if not data_exists("delete", settings.data):
         raise SystemExit(EXIT_FAILED)
     service = StoreQueryService(settings.data)
@@ -109,7 +120,7 @@ async def _publish(kafka: KafkaSettings, targets: Sequence[tuple[str, str]]) -> 
 
 def _delete_embedded(settings: DeleteSettings, ids: list[str]) -> int:
     from worker.http.admin import DELETE_PATH
-    from worker.http.auth import TokenFileError, load_token
+    from worker.webguard.token import TokenFileError, load_token
 
     assert settings.url is not None
     if settings.token_file is None:

@@ -19,9 +19,9 @@ from worker.settings import McpSettings
 def _http_token(settings: McpSettings) -> tuple[str, int, str | None]:
     """Host, port and bearer token, checked before anything starts (exit 2 naming the
     flag; the token's text is never printed)."""
-    from worker.http.auth import TokenFileError, load_token
     from worker.http.ops import parse_listen
     from worker.mcp.http import check_listen
+    from worker.webguard.token import TokenFileError, load_token
 
     try:
         host, port = parse_listen(settings.listen)
@@ -96,8 +96,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
         else:
-            from worker.http.origin import allowed_names
             from worker.mcp.http import http_app, serve_http
+            from worker.webguard.origin import allowed_names
 
             host, _, token = address
             names = allowed_names(host, settings.allowed_hosts)

@@ -205,6 +205,54 @@ def _delete_command(sub: Subparsers) -> None:
     setting(p, "--token-file", type=Path, help="file holding that serve's bearer token")
 
 
+def _node_command(sub: Subparsers) -> None:
+    p = command(
+        sub, "node", "a partitioned node: index and answer the partitions the group gives it"
+    )
+    flags.bootstrap(p)
+    flags.data(p, "data directory (one store per partition inside)")
+    setting(p, "--group", help="consumer group of the nodes")
+    setting(p, "--keyring", type=Path, help="host public keys that may vouch for callers")
+    setting(
+        p,
+        "--insecure-unauthenticated-callers",
+        action="store_true",
+        help="answer requests without a caller token (trusted networks only)",
+    )
+    setting(
+        p,
+        "--reply-topics",
+        nargs="+",
+        metavar="PATTERN",
+        help="fnmatch patterns a request's reply_to must match (besides the replies topic)",
+    )
+    setting(
+        p,
+        "--standby-replicas",
+        type=nonneg_int,
+        help="warm copies of other nodes' partitions to keep (failover within seconds)",
+    )
+    setting(p, "--snapshot-to", help="publish per-partition snapshots here (dir or s3://…)")
+    setting(
+        p,
+        "--snapshot-every",
+        metavar="DURATION",
+        help="publish snapshots this often (seconds, or 90s / 15m / 1h / 2d)",
+    )
+    setting(p, "--snapshot-keep", type=positive_int, help="complete snapshots kept per partition")
+    setting(p, "--snapshot-from", help="restore gained partitions without a store from here")
+    setting(
+        p,
+        "--session-timeout-ms",
+        type=positive_int,
+        help="a node silent this long loses its partitions",
+    )
+    flags.retention(p)
+    redact_flag(p)
+    flags.tool_limits(p)
+    flags.ops(p)
+
+
 def _mcp_command(sub: Subparsers) -> None:
     p = command(sub, "mcp", "serve the five tools over MCP (stdio or Streamable HTTP)")
     setting(p, "--transport", choices=["stdio", "http"], help="stdio or http")
@@ -263,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     _keys_command(sub)
     _snapshot_command(sub)
     _delete_command(sub)
+    _node_command(sub)
     _mcp_command(sub)
     _serve_command(sub)
     return parser

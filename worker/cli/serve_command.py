@@ -22,7 +22,7 @@ from worker.settings import ServeSettings
 def _token(settings: ServeSettings) -> str | None:
     """The bearer token, checked before binding: beyond loopback one is required; an
     unreadable or empty token file exits 2 (the message names the file, never the token)."""
-    from worker.http.auth import TokenFileError, is_loopback, load_token
+    from worker.webguard.token import TokenFileError, is_loopback, load_token
 
     host = _address(settings)[0]
     if settings.token_file is None:
@@ -64,8 +64,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     async def main(stopping: asyncio.Event) -> None:
         from worker.http.api import HttpApi
         from worker.http.ops import serve_on
-        from worker.http.origin import allowed_names
         from worker.local_service import LocalService
+        from worker.webguard.origin import allowed_names
 
         local = LocalService(
             data,

@@ -108,16 +108,20 @@ def _waiting(data: Path) -> Callable[[Holder], None]:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from indexer.sources.partitions.status import is_node_dir, node_stats
     from indexer.stats import store_stats
 
     settings = settings_from(StatsSettings, args)
-    if not data_exists(args.command, settings.data):
-        return EXIT_USAGE
-    stats = store_stats(settings.data)
+    if is_node_dir(settings.data):  # a partitioned node's dir: its partitions' stores
+        shown = node_stats(settings.data)
+    else:
+        if not data_exists(args.command, settings.data):
+            return EXIT_USAGE
+        shown = store_stats(settings.data).to_json()
     if args.json:
-        sys.stdout.write(orjson.dumps(stats.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode() + "\n")
         return EXIT_OK
-    for key, value in stats.to_json().items():
+    for key, value in shown.items():
         print(f"{key}: {value}")
     return EXIT_OK
 

@@ -27,12 +27,14 @@ INVALID_FILTER: Final = "SESSION_QUERY_INVALID_FILTER"
 SESSION_NOT_FOUND: Final = "SESSION_QUERY_SESSION_NOT_FOUND"
 CALLER_UNAUTHENTICATED: Final = "SESSION_QUERY_CALLER_UNAUTHENTICATED"
 BUSY: Final = "SESSION_QUERY_BUSY"
+MISROUTED: Final = "SESSION_QUERY_MISROUTED"  # a partitioned node got another partition's call
 
 UNAUTHORIZED_MESSAGE: Final = "session target is outside the caller workspace"
 UNAUTHENTICATED_MESSAGE: Final = "the caller of this request is not authenticated"
 TOOL_FAILED_MESSAGE: Final = "session query operation failed"
 CANCELLED_MESSAGE: Final = "tool call was cancelled"
 BUSY_MESSAGE: Final = "too many calls of this host or workspace are pending; try again later"
+UNSERVED_MESSAGE: Final = "this call's partition is changing owner; try again shortly"
 
 
 @dataclass(frozen=True, slots=True)

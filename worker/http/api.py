@@ -30,16 +30,16 @@ from worker.contract.envelopes import (
     reply_for,
 )
 from worker.contract.errors import is_unknown_tool
-from worker.http import source_agents as ext
 from worker.http.admin import StoreAdmin
-from worker.http.auth import OPEN_PATHS, bearer, token_matches
 from worker.http.console_api import ConsoleApi
 from worker.http.console_page import console_routes, is_asset_path
 from worker.http.ops import ops_routes
-from worker.http.origin import allowed_names, rebinding_guard
 from worker.local_service import LocalService
 from worker.manifest import manifest
 from worker.pipeline import ToolCall
+from worker.tools import source_agents as ext
+from worker.webguard.origin import allowed_names, rebinding_guard
+from worker.webguard.token import OPEN_PATHS, bearer, token_matches
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES  # the same bound as a Kafka request record
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -81,7 +81,7 @@ class HttpApi:
     # ---- HTTP ---------------------------------------------------------------------------------
     def app(self, allowed_hosts: frozenset[str] = allowed_names("127.0.0.1")) -> web.Application:
         """The HTTP API; without a token, only for requests naming ``allowed_hosts``
-        (``worker.http.origin``: the DNS-rebinding rule)."""
+        (``worker.webguard.origin``: the DNS-rebinding rule)."""
         guards: list[Middleware] = [self._guard]
         if self._token is None:
             guards.insert(0, rebinding_guard(allowed_hosts))

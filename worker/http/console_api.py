@@ -31,7 +31,7 @@ from indexer.query.types import SessionRecord
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken
 from worker.contract.errors import SESSION_NOT_FOUND, HarnessError
-from worker.http import source_agents as ext
+from worker.tools import source_agents as ext
 from worker.tools.access import (
     Caller,
     ResolvedCaller,

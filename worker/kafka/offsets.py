@@ -1,7 +1,33 @@
 """Which request offsets may be committed: a partition's committable offset is the lowest
-one still in flight (everything below it has been answered and acknowledged)."""
+one still in flight (everything below it has been answered and acknowledged). Also the
+shape of a worker's requests feed (``RequestSource``)."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from indexer.kafka.client import InRecord
+
+
+class RequestSource(Protocol):
+    """A consumer-group member on the requests topic that commits request offsets."""
+
+    topic: str
+
+    async def start(
+        self,
+        on_revoked: Callable[[list[int]], Awaitable[None]],
+        on_assigned: Callable[[list[int]], Awaitable[None]],
+    ) -> None: ...
+
+    async def poll(self, timeout_ms: int, max_records: int) -> list[InRecord]: ...
+
+    async def commit(self, offsets: dict[int, int]) -> None: ...
+
+    async def lag(self) -> dict[int, int]: ...
+
+    async def stop(self) -> None: ...
 
 
 class OffsetTracker:

@@ -14,16 +14,18 @@ from seq 0; the indexer drops identical re-deliveries.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from indexer.kafka.group import Producer
+from indexer.logs.emitted import Emitted
 from indexer.logs.importers.detect import LogFormat
 from indexer.logs.notify import ChangeNotifier
-from indexer.logs.watch import Emitted, LogWatcher
+from indexer.logs.watch import LogWatcher
 from indexer.model.records import encode_record
 
 TICK_S: Final = 0.5  # how often a follower looks whether it was asked to stop
@@ -67,7 +69,7 @@ class Publisher:
                 elif changed:
                     items, walk = watcher.scan_paths(changed)
                     if walk:
-                        items.extend(watcher.scan())
+                        items = itertools.chain(items, watcher.scan())
                 else:
                     continue
                 await self._publish(items)
@@ -75,7 +77,7 @@ class Publisher:
             if notifier is not None:
                 notifier.close()
 
-    async def _publish(self, items: Sequence[Emitted]) -> None:
+    async def _publish(self, items: Iterable[Emitted]) -> None:
         """Pipelined: the idempotent producer keeps each partition's order, so records
         are queued back to back and acknowledged together."""
         pending = []

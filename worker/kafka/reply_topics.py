@@ -28,7 +28,7 @@ from typing import Final
 from indexer.errors import REPLY_TOPIC_MISSING, REPLY_TOPIC_REFUSED
 from indexer.kafka.group import Producer
 from indexer.metrics import Metrics
-from worker.settings import WorkerSettings
+from worker.settings import AnsweringSettings
 
 log = logging.getLogger("sessionq.worker")
 PROBE_TIMEOUT_S: Final = 1.0
@@ -39,7 +39,7 @@ LOG_EVERY_S: Final = 60.0
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # what Kafka accepts as a topic name
 
 
-def reply_topic_refusal(topic: str, settings: WorkerSettings) -> str | None:
+def reply_topic_refusal(topic: str, settings: AnsweringSettings) -> str | None:
     """Why the allow-list forbids replies to ``topic`` (None: it allows them).
 
     Allowed: the configured replies topic and any topic matching one of
@@ -75,7 +75,7 @@ class Refusal:
 class ReplyTopics:
     """The allow-list and what the broker said about each topic (module docstring)."""
 
-    def __init__(self, settings: WorkerSettings, producer: Producer, metrics: Metrics) -> None:
+    def __init__(self, settings: AnsweringSettings, producer: Producer, metrics: Metrics) -> None:
         self.settings = settings
         self.producer = producer
         self.metrics = metrics

@@ -28,11 +28,22 @@ def events_config(retention_days: int) -> dict[str, str]:
     return {"retention.ms": str(retention_days * DAY_MS), "segment.ms": str(DAY_MS), **config}
 
 
+# The partitioned nodes' global lineage (``indexer.lineage``): compacted, keyed by session
+# id; a deleted session is a tombstone, gone after ``delete.retention.ms``.
+LINEAGE_CONFIG = {
+    "cleanup.policy": "compact",
+    "delete.retention.ms": str(DAY_MS),
+    "max.message.bytes": "1048576",
+}
+
+
 def topic_specs(
     kafka: KafkaSettings, partitions: int, events_retention_days: int = EVENTS_RETENTION_DAYS
 ) -> list[tuple[str, int, dict[str, str]]]:
     """Events are the source of truth, kept ``events_retention_days``; requests, replies
-    and dead letters are transient and expire sooner."""
+    and dead letters are transient and expire sooner. Events and requests have the same
+    partition count, so partition p of each holds the same workspaces (partitioned
+    nodes need that); the lineage topic is compacted."""
     return [
         (kafka.events_topic, partitions, events_config(events_retention_days)),
         (
@@ -50,6 +61,7 @@ def topic_specs(
             1,
             {"retention.ms": str(30 * DAY_MS), "max.message.bytes": str(DLQ_MAX_BYTES)},
         ),
+        (kafka.lineage_topic, partitions, LINEAGE_CONFIG),
     ]
 
 

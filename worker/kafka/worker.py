@@ -48,10 +48,10 @@ from worker.contract.envelopes import (
     reply_for,
 )
 from worker.contract.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
-from worker.kafka.offsets import OffsetTracker
+from worker.kafka.offsets import OffsetTracker, RequestSource
 from worker.kafka.reply_topics import Refusal, ReplyTopics
 from worker.pipeline import Pipeline, ToolCall
-from worker.settings import WorkerSettings
+from worker.settings import AnsweringSettings
 from worker.slots import Shares, Slots
 
 log = logging.getLogger("sessionq.worker")
@@ -66,7 +66,7 @@ T = TypeVar("T")
 Decoded = ToolRequest | InvalidRequestError | EnvelopeError
 
 
-def _authenticator(settings: WorkerSettings) -> CallerAuthenticator | None:
+def _authenticator(settings: AnsweringSettings) -> CallerAuthenticator | None:
     """The keyring's verifier; without one (settings allow that only when asked for
     explicitly) every caller is taken at its word, and the log says so."""
     if settings.keyring is not None:
@@ -80,17 +80,24 @@ class Worker:
 
     def __init__(
         self,
-        settings: WorkerSettings,
-        service: QueryService,
+        settings: AnsweringSettings,
+        service: QueryService | None,
         *,
         client_id: str = "sessionq-worker",
         metrics: Metrics | None = None,
+        source: RequestSource | None = None,
     ) -> None:
+        """``service``: the replica every request is answered from (None: a subclass
+        answers each partition from its own, ``pipeline_for``). ``source``: the requests
+        feed; by default this worker's own group member (a partitioned node passes its
+        co-partitioned member, ``worker.kafka.node``)."""
         kafka = settings.kafka
         self.settings = settings
         self.kafka = kafka
         self.service = service
-        self.source = GroupSource(kafka, kafka.requests_topic, settings.group, client_id=client_id)
+        self.source: RequestSource = source or GroupSource(
+            kafka, kafka.requests_topic, settings.group, client_id=client_id
+        )
         self.producer = Producer(
             kafka,
             client_id=f"{client_id}-replies",
@@ -98,15 +105,10 @@ class Worker:
             max_request_size=DLQ_MAX_BYTES,
         )
         self.metrics = metrics if metrics is not None else Metrics("worker")
-        self.pipeline = Pipeline(
-            service,
-            settings.tools,
-            metrics=self.metrics,
-            wait_for_caller=True,
-            authenticator=_authenticator(settings),
-            slots=Slots(settings.max_in_flight, settings.max_in_flight_per_workspace),
-            shares=Shares(settings.max_admitted_per_host, settings.max_admitted_per_workspace),
-        )
+        self.authenticator = _authenticator(settings)
+        self.slots = Slots(settings.max_in_flight, settings.max_in_flight_per_workspace)
+        self.shares = Shares(settings.max_admitted_per_host, settings.max_admitted_per_workspace)
+        self.pipeline = None if service is None else self.new_pipeline(service)
         self.offsets = OffsetTracker()
         self.reply_topics = ReplyTopics(settings, self.producer, self.metrics)
         self._joined: dict[bytes, list[tuple[int, int]]] = {}  # in flight -> its replays
@@ -123,6 +125,18 @@ class Worker:
         await self.source.start(self._on_revoked, self._on_assigned)
         self._started = True
 
+    def new_pipeline(self, service: QueryService) -> Pipeline:
+        """A pipeline over ``service`` sharing this worker's keyring, slots and shares."""
+        return Pipeline(
+            service,
+            self.settings.tools,
+            metrics=self.metrics,
+            wait_for_caller=True,
+            authenticator=self.authenticator,
+            slots=self.slots,
+            shares=self.shares,
+        )
+
     async def _on_revoked(self, partitions: list[int]) -> None:
         await self._commit()
         self.offsets.forget(partitions)
@@ -138,7 +152,7 @@ class Worker:
 
     def readiness_notes(self) -> dict[str, str]:
         """What ``/readyz`` says besides ready or not."""
-        if self.pipeline.authenticator is None:
+        if self.authenticator is None:
             return {"warning": "callers are not authenticated"}
         return {}
 
@@ -214,14 +228,16 @@ class Worker:
         for record, decoded in batch:
             if isinstance(decoded, CancelRequest):
                 # cancels never wait for a slot: they must reach the calls holding them
+                pipeline = self.pipeline_for(record.partition)
                 ref = decoded.caller
-                self.pipeline.cancel(
-                    decoded.id,
-                    decoded.reason,
-                    session_id=ref.session_id if ref is not None else None,
-                    token=ref.token if ref is not None else None,
-                    binding=Binding(decoded),
-                )
+                if pipeline is not None:
+                    pipeline.cancel(
+                        decoded.id,
+                        decoded.reason,
+                        session_id=ref.session_id if ref is not None else None,
+                        token=ref.token if ref is not None else None,
+                        binding=Binding(decoded),
+                    )
                 self.offsets.finished(record.partition, record.offset)
                 continue
             refusal = (
@@ -340,10 +356,19 @@ class Worker:
         elif isinstance(decoded, EnvelopeError):
             await self._dead_letter(record, decoded.message, decoded.code)
         else:
-            key = record.key.decode("utf-8", "replace") if record.key is not None else None
-            call = ToolCall.from_request(decoded, sent_ms=record.timestamp_ms, workspace_key=key)
-            reply = reply_for(decoded.id, await self.pipeline.answer(call))
-            await self._reply(decoded.reply_to, reply)
+            await self._reply(decoded.reply_to, await self.answer(record, decoded))
+
+    def pipeline_for(self, partition: int) -> Pipeline | None:
+        """The pipeline that answers requests of ``partition`` (None: none here now)."""
+        return self.pipeline
+
+    async def answer(self, record: InRecord, request: ToolRequest) -> Reply:
+        """The one reply to a tool request, through the pipeline of its partition."""
+        key = record.key.decode("utf-8", "replace") if record.key is not None else None
+        call = ToolCall.from_request(request, sent_ms=record.timestamp_ms, workspace_key=key)
+        pipeline = self.pipeline_for(record.partition)
+        assert pipeline is not None, "a worker of a full replica answers every partition"
+        return reply_for(request.id, await pipeline.answer(call))
 
     async def _dead_letter(self, record: InRecord, reason: str, code: str) -> None:
         self.metrics.dlq_records.labels("requests").inc()

@@ -5,7 +5,7 @@ the five upstream schemas (which stay identical):
 * ``sessionq/source_agent`` — a list of source agents (``dsh``, ``claude-code``,
   ``codex``): ``session_search`` looks only at the caller's visible sessions imported from
   them — the same filter as the embedded HTTP API's ``extensions.source_agent``
-  (``worker.http.source_agents``). It needs the store (``--data``); on another tool, or
+  (``worker.tools.source_agents``). It needs the store (``--data``); on another tool, or
   malformed, the call is ``INVALID_ARGS`` naming why.
 """
 
@@ -17,8 +17,8 @@ from typing import Any, Final
 
 from indexer.query.protocol import QueryService
 from worker.contract.errors import INVALID_ARGS, HarnessError
-from worker.http.source_agents import ExtensionError, parse_agents, restrict_arguments
 from worker.tools.access import Caller
+from worker.tools.source_agents import ExtensionError, parse_agents, restrict_arguments
 
 TIMEOUT_META_KEY: Final = "sessionq/timeout_ms"
 SOURCE_AGENT_META_KEY: Final = "sessionq/source_agent"

@@ -1,5 +1,5 @@
 """Streamable HTTP for ``sessionq mcp --transport http``: the SDK's app behind the
-network rules of ``sessionq serve`` (``worker.http.auth``, ``worker.http.origin``):
+network rules of ``sessionq serve`` (``worker.webguard.token``, ``worker.webguard.origin``):
 loopback by default, where a request must name an allowed host (DNS-rebinding rule:
 421/403); beyond loopback only with a bearer token (``--token-file``), which every
 request must then present (``Authorization: Bearer``); a missing or wrong token is a
@@ -18,8 +18,8 @@ from mcp.server import Server
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker.contract.envelopes import MAX_REQUEST_BYTES
-from worker.http.auth import bearer, is_loopback, token_matches
-from worker.http.origin import refusal
+from worker.webguard.origin import refusal
+from worker.webguard.token import bearer, is_loopback, token_matches
 
 MCP_PATH = "/mcp"
 
@@ -115,7 +115,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 def http_app(server: Server[Any], names: frozenset[str], token: str | None) -> ASGIApp:
     """The SDK's Streamable HTTP app behind ``BearerGuard``, which applies the one
-    DNS-rebinding rule (``worker.http.origin``, with ``names``) in place of the SDK's."""
+    DNS-rebinding rule (``worker.webguard.origin``, with ``names``) in place of the SDK's."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     app = server.streamable_http_app(

@@ -14,7 +14,7 @@ supported session log", :func:`describe_unsupported`), not as a broken dsh log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -29,7 +29,15 @@ from indexer.logs.importers.gemini import is_gemini_document, read_gemini
 from indexer.logs.importers.opencode import is_opencode_session, read_opencode
 from indexer.logs.importers.trees import TreeFormat, tree_files, tree_format
 from indexer.logs.jsonl import ZSTD_MAGIC
-from indexer.logs.reader import LogRejectedError, SessionLog, parse_line, read_log
+from indexer.logs.reader import (
+    PIECE_EVENTS,
+    LogPieces,
+    LogRejectedError,
+    SessionLog,
+    expanded,
+    parse_line,
+    read_log,
+)
 from indexer.logs.roots import file_key, implied_session_id, walk_root
 
 __all__ = [
@@ -42,6 +50,7 @@ __all__ = [
     "discover_report",
     "discover_sources",
     "read_source",
+    "read_source_pieces",
 ]
 
 _PEEK_BYTES: Final = 1 << 16
@@ -270,9 +279,43 @@ def read_source(source: LogSource | Path) -> SessionLog:
     try:
         return _read(source)
     except LogRejectedError as exc:
-        if exc.line != 1 or source.format != "dsh":
-            raise
-        unsupported = describe_unsupported(source.path)
+        unsupported = _unsupported(source, exc)
         if unsupported is None:
             raise
-        raise LogRejectedError(source.path, 1, unsupported) from exc
+        raise unsupported from exc
+
+
+def read_source_pieces(
+    source: LogSource | Path, *, max_events: int = PIECE_EVENTS, pieces: LogPieces | None = None
+) -> Iterator[SessionLog]:
+    """``read_source`` in pieces (``indexer.logs.reader.LogPieces``) for a dsh log, so
+    what is held at once is bounded; another agent's log is read whole, as one piece.
+    The errors are ``read_source``'s, each raised when the piece holding it is read.
+    ``pieces``: the reading of a dsh log to use (a caller that wants its ``end``)."""
+    if isinstance(source, Path):
+        source = LogSource(source, "dsh")
+    if source.format != "dsh":
+        yield _read(source)
+        return
+    if pieces is None:
+        pieces = LogPieces(source.path, max_events=max_events)
+    try:
+        for piece in pieces:
+            log = expanded(piece)
+            del piece  # nothing of a piece is held here while the next one is read
+            yield log
+            del log
+    except LogRejectedError as exc:
+        unsupported = _unsupported(source, exc)
+        if unsupported is None:
+            raise
+        raise unsupported from exc
+
+
+def _unsupported(source: LogSource, exc: LogRejectedError) -> LogRejectedError | None:
+    """A dsh reading rejected on line 1 said as what it is: a file no reader takes,
+    when it looks like one (``None``: the rejection stands as it is)."""
+    if exc.line != 1 or source.format != "dsh":
+        return None
+    unsupported = describe_unsupported(source.path)
+    return None if unsupported is None else LogRejectedError(source.path, 1, unsupported)

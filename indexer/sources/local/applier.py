@@ -1,11 +1,12 @@
 """The writer's half of the local source: watched logs -> records -> the record loop.
 
 Runs only in the process that holds the writer lease, in worker threads (the store is
-synchronous). Order of one pass: the watcher reads what changed (``LogWatcher``) ->
-each record goes through the record loop (``indexer.sources.loop``) -> every
-``CHUNK_RECORDS`` records, and at the end, the batch commits, together with the
+synchronous). Order of one pass: the watcher reads what changed (``LogWatcher``), lazily,
+``CHUNK_RECORDS`` records at a time -> each record goes through the record loop
+(``indexer.sources.loop``) -> after each chunk the batch commits, together with the
 signature of each log whose records all applied (``Store.note_source``), so a later
-writer reads again exactly the logs that changed since.
+writer reads again exactly the logs that changed since. What a pass holds is a chunk of
+records and the piece of a log being read, however long the logs are.
 
 Policy on the loop's outcomes:
 
@@ -31,22 +32,26 @@ nobody watches now, have no such log and are never reconciled away.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from indexer.errors import SEQ_CONFLICT, SOURCE_CONFLICT, BatchAbortedError
-from indexer.logs.watch import Emitted, LogWatcher, WatchRoot
+from indexer.logs.emitted import Emitted
+from indexer.logs.reader import PIECE_EVENTS
+from indexer.logs.watch import LogWatcher, WatchRoot
 from indexer.model.records import DeleteRecord, record_session_id
 from indexer.sources.loop import RecordLoop
 from indexer.store.records.store import Store
 
 log = logging.getLogger("sessionq.sources")
 CHUNK_RECORDS: Final = 200  # records between two commits (and two checks to stop)
+CHUNK_EVENTS: Final = PIECE_EVENTS  # or this many events, so a chunk holds about a piece
 REWRITTEN_CODES: Final = frozenset({SEQ_CONFLICT, SOURCE_CONFLICT})
 
 
@@ -126,8 +131,8 @@ class Applier:
             log.info(
                 "log of session %s (%s) is gone: deleting the session", sid, recorded[sid].path
             )
-        items = [_delete(sid) for sid in gone]
-        return self._run([*items, *self.watcher.scan((sources, failed))])
+        deletes = [_delete(sid) for sid in gone]
+        return self._run(itertools.chain(deletes, self.watcher.scan((sources, failed))))
 
     def rescan(self, roots: Sequence[WatchRoot] | None = None) -> bool:
         """Walk every root (new roots given: watch those from now on), their layouts
@@ -140,8 +145,8 @@ class Applier:
     def changed(self, paths: Iterable[Path]) -> bool:
         """Read again the logs the notifications named; walk when they name more."""
         items, walk = self.watcher.scan_paths(paths)
-        if walk:
-            items.extend(self.watcher.scan())
+        if walk:  # the walk starts once the named logs are read
+            items = itertools.chain(items, _later(self.watcher.scan))
         return self._run(items)
 
     @property
@@ -154,43 +159,40 @@ class Applier:
         return self._run(self.watcher.retry())
 
     # ---- one pass -----------------------------------------------------------------------------
-    def _run(self, items: list[Emitted]) -> bool:
+    def _run(self, items: Iterable[Emitted]) -> bool:
         self.status.last_scan_at = time.time()
-        self.status.rejected = dict(self.watcher.rejected)
-        self.status.pending_changes = len(items)
         recorded = {sid: w.path for sid, w in self.store.tables.watched_sources().items()}
-        rewritten = self._shortened(items, recorded)
-        done = 0
-        while done < len(items):
+        rewritten: set[str] = set()
+        for chunk in _chunks(items, self._status):
+            self.status.rejected = dict(self.watcher.rejected)
             if self.stopping():
                 return False
-            chunk = items[done : done + CHUNK_RECORDS]
+            for item in chunk:
+                if item.final and item.whole and self._shortened(item, recorded):
+                    rewritten.add(record_session_id(item.record))
             self._apply_chunk(chunk, rewritten, recorded)
-            done += len(chunk)
-            self.status.pending_changes = len(items) - done
+        self.status.rejected = dict(self.watcher.rejected)
+        self.status.pending_changes = 0
         if rewritten:
             self._reread(rewritten)
         return True
 
-    def _shortened(self, items: Sequence[Emitted], recorded: dict[str, str]) -> set[str]:
-        """Sessions whose log, read whole in this pass, now holds fewer events than the
-        store has from it: rewritten."""
-        whole = {record_session_id(i.record): i.path for i in items if i.whole and i.path}
-        provided = self.watcher.sources()
-        out: set[str] = set()
-        for sid, path in whole.items():
-            state = self.store.tables.session_state(sid)
-            read = provided.get(sid, (path, 0))[1]
-            if (
-                state is not None
-                and state.next_seq > read
-                and recorded.get(sid) == self._real(path)
-            ):
-                log.warning(
-                    "log of session %s (%s) is shorter than stored: reading it again", sid, path
-                )
-                out.add(sid)
-        return out
+    def _status(self, held: int) -> None:
+        self.status.pending_changes = held + self.watcher.pending
+
+    def _shortened(self, item: Emitted, recorded: dict[str, str]) -> bool:
+        """Whether the log of ``item``, read whole in this pass (its last record), holds
+        fewer events than the store has from it: rewritten. The earlier records of that
+        log are identical re-deliveries (or conflicts: rewritten too), so asking the
+        store now is asking what it held before the pass."""
+        sid, path = record_session_id(item.record), item.path
+        assert path is not None
+        state = self.store.tables.session_state(sid)
+        read = self.watcher.sources().get(sid, (path, 0))[1]
+        if state is None or state.next_seq <= read or recorded.get(sid) != self._real(path):
+            return False
+        log.warning("log of session %s (%s) is shorter than stored: reading it again", sid, path)
+        return True
 
     def _apply_chunk(
         self,
@@ -258,8 +260,31 @@ class Applier:
         self.watcher.rewind(session_ids)
         paths = [p for sid, (p, _) in self.watcher.sources().items() if sid in session_ids]
         items, _ = self.watcher.scan_paths(paths)
-        for start in range(0, len(items), CHUNK_RECORDS):
-            self._apply_chunk(items[start : start + CHUNK_RECORDS], set(), {})
+        for chunk in _chunks(items, self._status):
+            self._apply_chunk(chunk, set(), {})
+
+
+def _later(scan: Callable[[], Iterator[Emitted]]) -> Iterator[Emitted]:
+    """``scan()``, called once the first record is asked for."""
+    yield from scan()
+
+
+def _chunks(items: Iterable[Emitted], status: Callable[[int], None]) -> Iterator[list[Emitted]]:
+    """``items`` in lists of ``CHUNK_RECORDS`` records or ``CHUNK_EVENTS`` events, taken
+    as they are needed; ``status`` is told how many records are in hand before each
+    list goes out."""
+    chunk: list[Emitted] = []
+    events = 0
+    for item in items:
+        chunk.append(item)
+        events += item.events
+        if len(chunk) == CHUNK_RECORDS or events >= CHUNK_EVENTS:
+            status(len(chunk))
+            yield chunk
+            chunk, events = [], 0
+    if chunk:
+        status(len(chunk))
+        yield chunk
 
 
 def file_count(roots: Sequence[WatchRoot]) -> int:

@@ -201,6 +201,17 @@ class Store:
             self.abort()
             raise BatchAbortedError(f"the open batch was lost: {describe(exc)}") from exc
 
+    def hold(self, session_id: str, reason: str) -> None:
+        """Mark a session *held*, in the open batch: its log broke after some of its
+        events were applied (``indexer.sources.files``), as a seq gap holds a Kafka
+        session; its next applied batch clears the mark. A failure loses the batch."""
+        try:
+            self.tables.tx.begin()
+            self.tables.set_held(session_id, reason)
+        except sqlite3.Error as exc:
+            self.abort()
+            raise BatchAbortedError(f"the open batch was lost: {describe(exc)}") from exc
+
     def mark_caught_up(self, when: float) -> None:
         """Record that this dir's Kafka indexer reached the end of its topic once (a
         short transaction of its own, between batches)."""

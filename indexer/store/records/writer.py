@@ -50,7 +50,8 @@ from indexer.surface.text import extract_text
 
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """What one record changed (for counters and logs)."""
+    """What one record changed (for counters and logs): ``documents`` are the new
+    events' index documents (not those of older events written again as shadowed)."""
 
     kind: str
     session_id: str
@@ -108,7 +109,9 @@ class StoreWriter:
         raise RecordRejectedError(f"unsupported record {type(record).__name__}", INVALID_RECORD)
 
     def apply_log(self, log: SessionLog) -> Applied:
-        """A whole log read from a file: its header, then its events (folded already)."""
+        """A log read from a file, or a piece of one (``indexer.logs.reader``): its
+        header (a no-op for every piece after the first), then its events (folded
+        already)."""
         head = self.apply_header(log.header)
         if not log.events:
             return head
@@ -205,8 +208,14 @@ class StoreWriter:
             raise RecordRejectedError(reason, SEQ_GAP, hold=reason)
 
         header = SessionHeader.model_validate_json(state.header_json)
-        if folded is not None and state.next_seq == 0 and len(folded.steps) == len(new):
-            # A whole log a reader already folded from seq 0: its steps are this fold.
+        if (
+            folded is not None
+            and folded.start == state.next_seq
+            and len(folded.steps) == len(new)
+            and folded.start_nodes == state.surface
+        ):
+            # A log (or its next piece) a reader folded from where the stored session
+            # stands: its steps are this fold.
             return self._write(header, new, folded.steps, folded.state, kept)
         fold = SurfaceFold(state.surface, state.next_seq)
         in_batch: dict[int, SessionEvent] = {}
@@ -305,7 +314,7 @@ class StoreWriter:
             self.index.upsert(docs, session=sid)
         elif docs:
             self.index.upsert(docs)
-        return Applied("events", sid, events=plan.events, documents=len(docs))
+        return Applied("events", sid, events=plan.events, documents=len(plan.docs))
 
     def reindex(self, session_ids: Iterable[str], *, recount: bool = False) -> int:
         """Stage each session's index documents anew from the committed rows (the repair

@@ -1,0 +1,40 @@
+"""``sessionq node``: a partitioned node (``worker.kafka.node``): the indexer and the
+worker of the partitions the group gives it, over one data dir of partition stores."""
+
+from __future__ import annotations
+
+import argparse
+
+from worker.cli.exits import EXIT_OK, fail
+from worker.cli.options import settings_from
+
+
+def cmd_node(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from indexer.metrics import Metrics
+    from worker.cli.runtime import on_terminate, serve_ops, setup_logging
+    from worker.kafka.node import Node, NodeConfigError
+    from worker.settings_node import NodeSettings
+
+    settings = settings_from(NodeSettings, args)
+    setup_logging(settings)
+
+    async def main() -> None:
+        metrics = Metrics("node")
+        node = Node(settings, metrics=metrics)
+        on_terminate(node.stop)
+        runner = await serve_ops(settings.metrics_listen, metrics, node.ready, node.readiness_notes)
+        try:
+            try:
+                await node.start()
+            except NodeConfigError as exc:
+                fail(args.command, exc.message)
+            await node.run()
+        finally:
+            await node.close()
+            if runner is not None:
+                await runner.cleanup()
+
+    asyncio.run(main())
+    return EXIT_OK
