@@ -20,9 +20,11 @@ Two bytecode modes, each side with its own copy per mode:
   caches): each module imported costs its compile too.
 
 Then ``--runs`` rounds, each running every command on both sides in both modes, the side
-order alternating per round, so load drifts hit both alike. The figure is the wall time
-of the whole process, from spawn to exit. Each call's output is compared between the
-sides (same corpus, same reply expected).
+order alternating per round, so load drifts hit both alike. The figures are the wall time
+of the whole process, from spawn to exit, and its CPU time (user + system, from the
+children's resource usage): on a loaded machine the wall time stretches with the load,
+the CPU time much less. Each call's output is compared between the sides (same corpus,
+same reply expected).
 
 Targets (issue 22): ``--help`` ≤ 0.3 s, ``call --data`` ≤ 0.6 s wall (median).
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -81,6 +84,7 @@ class Side:
     checkout: Path
     work: Path
     walls: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    cpus: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     outputs: dict[str, bytes] = field(default_factory=dict)
 
     @property
@@ -100,7 +104,15 @@ class Side:
                 )
 
 
-def run(side: Side, mode: str, args: list[str]) -> tuple[float, bytes]:
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(side: Side, mode: str, args: list[str]) -> tuple[float, float, bytes]:
+    """Wall and CPU seconds of one ``sessionq ARGS`` process (the children run one at a
+    time, so the children's usage grows by this one's), and its output."""
+    cpu = children_cpu()
     started = time.perf_counter()
     done = subprocess.run(
         [*sessionq_argv(side.code(mode)), *args],
@@ -109,12 +121,13 @@ def run(side: Side, mode: str, args: list[str]) -> tuple[float, bytes]:
         check=False,
     )
     wall = time.perf_counter() - started
+    cpu = children_cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(
             f"{side.name}: sessionq {' '.join(args)} exited {done.returncode}:\n"
             + done.stderr.decode(errors="replace")[-2000:]
         )
-    return wall, done.stdout
+    return wall, cpu, done.stdout
 
 
 def imported_from(side: Side, mode: str) -> str:
@@ -162,32 +175,48 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def figures(side: Side, mode: str, name: str) -> dict[str, Any]:
+    walls, cpus = side.walls[mode][name], side.cpus[mode][name]
+    return {
+        "p50_s": statistics.median(walls),
+        "p90_s": pct(walls, 0.9),
+        "cpu_p50_s": statistics.median(cpus),
+        "walls_s": walls,
+        "cpus_s": cpus,
+    }
+
+
 def report(sides: list[Side], mode: str) -> dict[str, Any]:
+    """One table per bytecode mode: wall p50/p90 and CPU p50 per side, the ratios of
+    the p50s (this / baseline), the wall target and whether this side's p50 meets it."""
     this = sides[0]
     base = sides[1] if len(sides) > 1 else None
-    head = f"{mode + ' bytecode':<22} {'this p50':>9} {'p90':>7}"
+    head = f"{mode + ' bytecode':<20} {'wall p50':>8} {'p90':>6} {'cpu p50':>7}"
     if base is not None:
-        head += f" {'base p50':>9} {'p90':>7} {'ratio':>6}"
-    print(head + f" {'target':>7}  met")
+        head += f" | {'base p50':>8} {'p90':>6} {'cpu p50':>7} | {'wall ×':>6} {'cpu ×':>6}"
+    print(head + f" | {'target':>6}  met")
     rows: dict[str, Any] = {}
-    for name, walls in this.walls[mode].items():
-        p50, p90 = statistics.median(walls), pct(walls, 0.9)
-        row: dict[str, Any] = {"this": {"p50_s": p50, "p90_s": p90, "walls_s": walls}}
-        line = f"{name:<22} {p50:>8.3f}s {p90:>6.3f}s"
+    for name in this.walls[mode]:
+        mine = figures(this, mode, name)
+        row: dict[str, Any] = {"this": mine}
+        line = f"{name:<20} {mine['p50_s']:>8.3f} {mine['p90_s']:>6.3f} {mine['cpu_p50_s']:>7.3f}"
         note = ""
         if base is not None:
-            b = base.walls[mode][name]
-            b50, b90 = statistics.median(b), pct(b, 0.9)
-            row["baseline"] = {"p50_s": b50, "p90_s": b90, "walls_s": b}
-            row["ratio_p50"] = p50 / b50
-            line += f" {b50:>8.3f}s {b90:>6.3f}s {p50 / b50:>6.2f}"
+            theirs = figures(base, mode, name)
+            row["baseline"] = theirs
+            row["ratio_p50"] = mine["p50_s"] / theirs["p50_s"]
+            row["ratio_cpu_p50"] = mine["cpu_p50_s"] / theirs["cpu_p50_s"]
+            line += (
+                f" | {theirs['p50_s']:>8.3f} {theirs['p90_s']:>6.3f} {theirs['cpu_p50_s']:>7.3f}"
+                f" | {row['ratio_p50']:>6.2f} {row['ratio_cpu_p50']:>6.2f}"
+            )
             if name in COMPARED:
                 row["same_output"] = this.outputs[name] == base.outputs[name]
                 note = "" if row["same_output"] else "  (output differs from the baseline's)"
         target = TARGETS_S.get(name)
         row["target_s"] = target
-        met = "" if target is None else ("yes" if p50 <= target else "NO")
-        line += f" {'' if target is None else f'{target:.1f}s':>7}  {met}{note}"
+        met = "" if target is None else ("yes" if mine["p50_s"] <= target else "NO")
+        line += f" | {'' if target is None else f'{target:.1f}s':>6}  {met}{note}"
         print(line)
         rows[name] = row
     return rows
@@ -217,15 +246,17 @@ def main() -> int:
         for side in sides:  # warm-up: bytecode caches (cached mode), page cache
             for mode in MODES:
                 side.walls[mode] = {name: [] for name in names}
+                side.cpus[mode] = {name: [] for name in names}
                 for name in names:
-                    side.outputs[name] = run(side, mode, per_side[side.name][name])[1]
+                    side.outputs[name] = run(side, mode, per_side[side.name][name])[2]
         for i in range(args.runs):
             order = sides if i % 2 == 0 else sides[::-1]
             for mode in MODES:
                 for name in names:
                     for side in order:
-                        wall = run(side, mode, per_side[side.name][name])[0]
+                        wall, cpu, _ = run(side, mode, per_side[side.name][name])
                         side.walls[mode][name].append(wall)
+                        side.cpus[mode][name].append(cpu)
         load_after = os.getloadavg()[0]
         rows = {mode: report(sides, mode) for mode in MODES}
         print(
