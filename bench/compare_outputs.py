@@ -128,9 +128,14 @@ def child(data: Path, out: Path) -> int:
 
     from indexer.logs.roots import discover
     from indexer.query.service import StoreQueryService
-    from indexer.sources.files import ingest_files
-    from indexer.store.records.store import Store
     from worker.pipeline import Pipeline
+
+    try:
+        from indexer.sources.files import ingest_files
+        from indexer.store.records.store import Store
+    except ModuleNotFoundError:  # a checkout older than the record-path layout
+        from indexer.ingest import ingest_files  # type: ignore[import-not-found,no-redef]
+        from indexer.store.data_dir import Store  # type: ignore[import-not-found,no-redef]
     from worker.tools.access import Caller
 
     logging.disable(logging.WARNING)  # expected tool errors log their diagnostics
