@@ -150,13 +150,15 @@ async def test_a_refused_cli_call_names_its_likely_cause(
             refused_with(elsewhere, generic.format(kid="host-a"))
 
             # A caller the store does not know is no refusal: the worker waits for its
-            # log to be indexed (read-your-writes) until the deadline; no hint is given.
+            # log to be indexed (read-your-writes) until the deadline; the timeout's
+            # likely cause names the caller to check.
             ghost = await call(
                 topics, "ghost", *signed_a, "--workspace", "/work/a", "--timeout-ms", "2000"
             )
             assert ghost.returncode != 0 and "TOOL_TIMEOUT" in ghost.stderr, ghost
             assert CALLER_UNAUTHENTICATED not in ghost.stderr
-            assert "likely cause" not in ghost.stderr, ghost.stderr
+            hints = [line for line in ghost.stderr.splitlines() if "likely cause" in line]
+            assert len(hints) == 1 and "'ghost'" in hints[0] and "published" in hints[0], hints
 
 
 def test_the_hint_for_each_cause(tmp_path: Path) -> None:
