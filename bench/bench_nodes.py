@@ -49,7 +49,10 @@ SQ: Final = str(ROOT / ".venv" / "bin" / "sessionq")
 
 
 def dir_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+    """Bytes under a directory, or of a SQLite file with its -wal and -shm."""
+    if path.is_dir():
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return sum(f.stat().st_size for f in path.parent.glob(path.name + "*") if f.is_file())
 
 
 def count(path: Path, sql: str) -> int:

@@ -17,7 +17,8 @@ bottom as the steps:
    over Kafka, until the caller exists at all), within the deadline;
 5. slot and gate — a running slot (``worker.slots``: bounded overall and per workspace;
    a call waiting in step 4 holds none), then the tool's execution mode per caller:
-   searches exclusive, reads parallel;
+   searches exclusive, reads parallel; steps 6-8 then run in one worker thread
+   (``boundary.in_thread``), the call's only thread hand-off;
 6. arguments — schema, then the rules upstream runs before resolving the caller
    (upstream validates arguments before the tool runs, SPEC §9.8);
 7. caller — resolved to its stored header (its ``cwd`` is the workspace, and must be
@@ -246,14 +247,9 @@ class Pipeline:
                 self.gates.run(caller_id, exclusive=tool.exclusive),
             ):
                 token.check()
-                # 6. arguments
-                args = parse_arguments(tool, call.arguments)
-                # 7. caller (in the workspace its host vouched for)
-                caller = await resolve_caller(self.service, call.caller, token)
-                if principal is not None and caller.header.cwd != principal.workspace:
-                    raise caller_unauthenticated()
-                # 8. authorization -> query -> rendering
-                text = await tool.run(self._context, caller, args, token)
+                text = await boundary.in_thread(
+                    lambda: self._execute(tool, call, token, principal)
+                )
             # 9. exactly one reply
             token.check()
             return ToolReply(output=text)
@@ -265,6 +261,19 @@ class Pipeline:
             raise
         except BaseException as error:  # a bug must still produce one safe reply
             return self._failed(token, boundary.sanitize("tool execution", error))
+
+    def _execute(
+        self, tool: Tool[Any], call: ToolCall, token: CancelToken, principal: Principal | None
+    ) -> str:
+        """Steps 6-8, in the call's one worker thread."""
+        # 6. arguments
+        args = parse_arguments(tool, call.arguments)
+        # 7. caller (in the workspace its host vouched for)
+        caller = resolve_caller(self.service, call.caller, token)
+        if principal is not None and caller.header.cwd != principal.workspace:
+            raise caller_unauthenticated()
+        # 8. authorization -> query -> rendering
+        return tool.run(self._context, caller, args, token)
 
     @staticmethod
     def _failed(token: CancelToken, error: HarnessError) -> ToolReply:

@@ -8,6 +8,7 @@ For canonical lowercase UUID-like ids this is plain code-point order.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 
 # CLDR root order of the ASCII punctuation and symbols.
@@ -33,8 +34,10 @@ def _primary(ch: str) -> tuple[int, int, str]:
     return (4, 0, base)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def locale_key(value: str) -> tuple[tuple[tuple[int, int, str], ...], tuple[int, ...], str]:
-    """A sort key approximating ``a.localeCompare(b)`` for session ids."""
+    """A sort key approximating ``a.localeCompare(b)`` for session ids (a pure function
+    of the id, so it is remembered: every listing sorts the same ids again)."""
     primary = tuple(_primary(c) for c in value)
     tertiary = tuple(0 if c == c.lower() else 1 for c in value)
     return (primary, tertiary, value)

@@ -22,6 +22,7 @@ from indexer.model import SessionEvent, SessionHeader
 from indexer.model.header import is_safe_int
 from indexer.model.search import Surface
 from indexer.model.shapes import EventShapeError, check_message_shape
+from indexer.query.sessions import stored_header
 from indexer.query.types import EventRecord, EventTrace, EventWindow
 from indexer.store.blocks.table import EventBlocks
 
@@ -43,7 +44,7 @@ def session_header(conn: sqlite3.Connection, session_id: str) -> tuple[SessionHe
     ).fetchone()
     if row is None:
         raise SessionQueryError(f'session "{session_id}" not found', SESSION_NOT_FOUND)
-    return SessionHeader.model_validate_json(row[0]), int(row[1]), int(row[2])
+    return stored_header(row[0]), int(row[1]), int(row[2])
 
 
 def _not_found(session_id: str, seq: int) -> SessionQueryError:

@@ -14,7 +14,9 @@ nothing but what a newer rule set finds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from indexer.query.types import EventWindow, TitleObservation
 from indexer.redact import Redaction
@@ -40,6 +42,23 @@ def redacted_window(
     return dataclasses.replace(window, target=shown, events=events)
 
 
+REMEMBERED_TITLE_CHARS: Final = 1024
+
+
+@functools.lru_cache(maxsize=1 << 13)
+def _remembered_title(redaction: Redaction, title: str) -> str:
+    return redaction.text(title)
+
+
+def _shown_title(redaction: Redaction, title: str) -> str:
+    """A title as shown: a pure function of the mode and the text. Every listing shows
+    the same titles again, so titles up to ``REMEMBERED_TITLE_CHARS`` are remembered
+    (at most 8192 of them)."""
+    if len(title) > REMEMBERED_TITLE_CHARS:
+        return redaction.text(title)
+    return _remembered_title(redaction, title)
+
+
 def redacted_titles(
     redaction: Redaction, observations: Sequence[TitleObservation]
 ) -> list[TitleObservation]:
@@ -48,7 +67,7 @@ def redacted_titles(
     out: list[TitleObservation] = []
     for obs in observations:
         if obs.title is not None:
-            text = redaction.text(obs.title.title)
+            text = _shown_title(redaction, obs.title.title)
             if text != obs.title.title:
                 obs = dataclasses.replace(obs, title=dataclasses.replace(obs.title, title=text))
         out.append(obs)

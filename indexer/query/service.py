@@ -8,8 +8,9 @@ SESSION_QUERY_PERSISTENCE_FAILED instead of reading half-known tables; so do the
 index of a dir has another format than this release's (``indexer.store.maintenance.index_format``).
 
 Events and titles are returned as the dir's recorded redaction says
-(``indexer.query.redacted``); it is read on every such call, so a writer that re-indexed
-the dir under another mode is honoured at once.
+(``indexer.query.redacted``); a connection reads it again whenever another connection
+committed since its last read (``PRAGMA data_version``), so a writer that re-indexed the
+dir under another mode is honoured at once.
 """
 
 from __future__ import annotations
@@ -194,7 +195,15 @@ class StoreQueryService:
         return redacted_titles(self._redaction(), observations)
 
     def _redaction(self) -> Redaction:
-        return reader_redaction(self._conn)
+        """The recorded redaction, read once per commit generation of this thread's
+        connection: ``data_version`` changes with every commit of another connection."""
+        conn = self._conn
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        known: tuple[int, Redaction] | None = getattr(self._local, "redaction", None)
+        if known is None or known[0] != version:
+            known = (version, reader_redaction(conn))
+            self._local.redaction = known
+        return known[1]
 
     def close(self) -> None:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -21,8 +22,16 @@ from indexer.query.types import SessionRecord
 RECORD_COLUMNS = "header, live"
 
 
+@functools.lru_cache(maxsize=1 << 13)
+def stored_header(header_json: str) -> SessionHeader:
+    """The header of a ``sessions.header`` value. A header is immutable and its model
+    frozen, so the model of a given JSON text is remembered: every call of every tool
+    reads the caller's and its targets' headers again."""
+    return SessionHeader.model_validate_json(header_json)
+
+
 def record_from_row(header_json: str, live: int) -> SessionRecord:
-    return SessionRecord(header=SessionHeader.model_validate_json(header_json), live=bool(live))
+    return SessionRecord(header=stored_header(header_json), live=bool(live))
 
 
 def newest_first(records: Iterable[SessionRecord]) -> list[SessionRecord]:

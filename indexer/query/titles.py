@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import orjson
 
 from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
-from indexer.model import SessionHeader
+from indexer.query.sessions import stored_header
 from indexer.query.types import TitleObservation
 from indexer.surface.titles import TitleMalformedError, TitleSnapshot
 
@@ -35,7 +35,7 @@ def read_title_snapshots(
                 )
             )
             continue
-        header = SessionHeader.model_validate_json(row[0])
+        header = stored_header(row[0])
         if row[1] is None:
             out.append(TitleObservation(sid, header=header))
             continue

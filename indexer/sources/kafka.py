@@ -33,13 +33,12 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from indexer.errors import BatchAbortedError, SessionqError
+from indexer.errors import BatchAbortedError
 from indexer.kafka.client import EventsSource, InRecord, Producer
-from indexer.kafka.dead_letter import DLQ_MAX_BYTES, dead_letter
+from indexer.kafka.dead_letter import DLQ_MAX_BYTES, DeadLetters
 from indexer.metrics import Metrics
-from indexer.model.records import DeleteRecord, decode_record, encode_record
+from indexer.model.records import DeleteRecord, encode_record
 from indexer.settings import IndexerSettings
 from indexer.snapshot.schedule import SnapshotSchedule
 from indexer.sources.loop import RecordLoop
@@ -102,7 +101,7 @@ class Indexer:
         )
         self._next_retention = 0.0
         self._offsets: dict[tuple[str, int], int] = {}
-        self._pending_dlq: list[Any] = []
+        self.dead_letters = DeadLetters(self.dlq, kafka.dlq_topic, self.metrics)
         self._on_commit = on_commit
         self._stopping = asyncio.Event()
         self._caught_up = False
@@ -146,7 +145,7 @@ class Indexer:
         """Apply one record; a refused one is queued for the DLQ instead. False when the
         open batch was lost and the caller must replay from the stored offsets."""
         try:
-            result = self.loop.apply(decode_record(record.value))
+            _, result = self.loop.apply_value(record.value)
         except BatchAbortedError as exc:
             log.error(
                 "batch lost at %s[%d]@%d: %s",
@@ -157,26 +156,24 @@ class Indexer:
             )
             self._fail(exc.message)
             return False
-        except SessionqError as exc:  # the value is not a record
-            self._dead_letter(record, exc.message, exc.code)
+        if result.error is not None:
+            if result.failed:
+                log.error(
+                    "unexpected failure applying %s[%d]@%d: %s",
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                    result.error.message,
+                    exc_info=result.error.__cause__,
+                )
+            self.counters.dead_lettered += 1
+            self.dead_letters.add(record, result.error.message, result.error.code)
         else:
-            if result.error is not None:
-                if result.failed:
-                    log.error(
-                        "unexpected failure applying %s[%d]@%d: %s",
-                        record.topic,
-                        record.partition,
-                        record.offset,
-                        result.error.message,
-                        exc_info=result.error.__cause__,
-                    )
-                self._dead_letter(record, result.error.message, result.error.code)
+            assert result.applied is not None
+            if result.applied.noop:
+                self.counters.noop += 1
             else:
-                assert result.applied is not None
-                if result.applied.noop:
-                    self.counters.noop += 1
-                else:
-                    self.counters.applied += 1
+                self.counters.applied += 1
         self._offsets[(record.topic, record.partition)] = record.offset + 1
         return True
 
@@ -247,48 +244,16 @@ class Indexer:
     async def replay(self) -> None:
         """After a lost batch: forget it, seek back to the stored offsets, back off."""
         self._offsets.clear()
-        self._pending_dlq.clear()
+        self.dead_letters.clear()
         self._retry_s = min(RETRY_MAX_S, max(RETRY_FIRST_S, self._retry_s * 2))
         await self.source.seek(self.store.offsets())
         log.warning("replaying from the stored offsets in %.1fs", self._retry_s)
         await asyncio.sleep(self._retry_s)
 
-    def _dead_letter(self, record: InRecord, reason: str, code: str) -> None:
-        log.warning(
-            "dead-lettering %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason
-        )
-        self.counters.dead_lettered += 1
-        self.metrics.dlq_records.labels("events").inc()
-        self._pending_dlq.append((record, reason, code))
-
     async def commit(self) -> None:
         """DLQ acknowledgements first, then the store with the consumed offsets."""
         started = time.perf_counter()
-        if self._pending_dlq:
-            futures = [
-                await self.dlq.enqueue(
-                    self.kafka.dlq_topic, dead_letter(r, reason, code), key=r.key
-                )
-                for r, reason, code in self._pending_dlq
-            ]
-            results = await asyncio.gather(*futures, return_exceptions=True)
-            for (r, reason, code), result in zip(self._pending_dlq, results, strict=True):
-                if isinstance(result, BaseException):
-                    # the broker refused the dead letter itself: keep the reason and the
-                    # coordinates, drop the original bytes, never stop the partition
-                    log.error(
-                        "dead letter of %s[%d]@%d refused (%s); sending it without"
-                        " the original value",
-                        r.topic,
-                        r.partition,
-                        r.offset,
-                        result,
-                    )
-                    bare = InRecord(r.topic, r.partition, r.offset, r.key, None, r.timestamp_ms)
-                    await self.dlq.send(
-                        self.kafka.dlq_topic, dead_letter(bare, reason, code), key=r.key
-                    )
-            self._pending_dlq.clear()
+        await self.dead_letters.send()
         if not self._offsets:
             return
         try:

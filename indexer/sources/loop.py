@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from indexer.errors import BatchAbortedError, RecordRejectedError, SessionqError
 from indexer.logs.reader import SessionLog
 from indexer.metrics import Metrics
-from indexer.model.records import EventStreamRecord
+from indexer.model.records import EventStreamRecord, decode_record
 from indexer.store.records.plan import FreshLog
 from indexer.store.records.store import Store
 from indexer.store.records.writer import Applied
@@ -74,6 +74,17 @@ class RecordLoop:
             return Result(error=exc)
         self._count(applied)
         return Result(applied=applied)
+
+    def apply_value(self, value: bytes | None) -> tuple[EventStreamRecord | None, Result]:
+        """Apply one encoded record (a topic's value): the record it decoded to (None:
+        the value is no record, a ``RecordRejectedError`` in the result) and its result;
+        raises ``BatchAbortedError`` when the batch is lost."""
+        try:
+            record = decode_record(value)
+        except RecordRejectedError as exc:
+            self.refused += 1
+            return None, Result(error=exc)
+        return record, self.apply(record)
 
     def apply_fresh(self, fresh: FreshLog) -> Result | None:
         """A log planned off the writer; None when the store holds its session already

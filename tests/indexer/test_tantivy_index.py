@@ -34,6 +34,7 @@ from indexer.store.tantivy import (
     mark_first_occurrence,
 )
 from indexer.store.tantivy.analyzer import ANALYZER
+from indexer.store.tantivy.queries import UNION_TERMS
 from indexer.store.tantivy.snippet import MATCH_END, MATCH_START
 from tests.indexer.tantivy_helpers import (
     delete_event,
@@ -315,6 +316,20 @@ def test_session_filters(
 ) -> None:
     got = sessions(two_sessions, "needle", filters, live_ids=frozenset({"b"}))
     assert sorted(got) == expected
+
+
+@pytest.mark.parametrize("size", [1, 2, UNION_TERMS, UNION_TERMS + 1, 30])
+def test_value_sets_of_every_size_filter_exactly(index: TantivyIndex, size: int) -> None:
+    """A filter of one value, a union of a few and a term set of many keep exactly the
+    sessions they name; the same sets excluded leave exactly the others."""
+    ids = [f"s{i:02d}" for i in range(30)]
+    put(index, *(doc(sid, 0, "needle " * (1 + i % 3), cwd="/w") for i, sid in enumerate(ids)))
+    rng = random.Random(size)
+    chosen = sorted(rng.sample(ids, size))
+    got = sessions(index, "needle", [IdFilter(tuple(chosen)), CwdFilter(("/w",))], limit=40)
+    assert sorted(got) == chosen
+    rest = sessions(index, "needle", [CwdFilter(("/w",))], exclude=frozenset(chosen), limit=40)
+    assert sorted(rest) == sorted(set(ids) - set(chosen))
 
 
 def test_live_only_availability_without_live_sessions_matches_nothing(

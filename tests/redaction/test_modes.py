@@ -5,6 +5,7 @@ of store is refused with one line; a dir without sessions takes any mode."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -140,3 +141,27 @@ def test_store_mode_takes_a_re_delivery_stored_under_an_older_rule_set(
     finally:
         store.close()
     assert applied.noop
+
+
+def test_an_open_reader_shows_a_changed_mode_at_once(tmp_path: Path) -> None:
+    """A reader remembers the recorded redaction only until another connection commits:
+    the writer re-indexing the dir under another mode changes what the same open
+    service shows on its very next read."""
+    paths, items = secrets_log(tmp_path)
+    secret = token_kinds(items)[0].secret
+    data = tmp_path / "d"
+    ingest(data, paths, "off")
+    service = StoreQueryService(data)
+    try:
+
+        def shown() -> str:
+            window = service.read_event(LEAKY, 0, after=len(items))
+            return json.dumps([e.obj for e in window.events])
+
+        assert secret in shown() and secret in shown()
+        reopen(data, "on")
+        assert secret not in shown()
+        reopen(data, "off")
+        assert secret in shown()
+    finally:
+        service.close()

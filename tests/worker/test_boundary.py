@@ -10,7 +10,14 @@ import pytest
 
 from indexer.errors import SessionQueryError
 from worker.contract import boundary
-from worker.contract.boundary import SAFE_FAILURES, UNPRINTABLE, call, diagnostic, sanitize
+from worker.contract.boundary import (
+    SAFE_FAILURES,
+    UNPRINTABLE,
+    call,
+    diagnostic,
+    in_thread,
+    sanitize,
+)
 from worker.contract.deadline import CancelToken
 from worker.contract.errors import HarnessError, ToolAbortError
 
@@ -204,32 +211,43 @@ def test_throwing_logger_yields_generic_and_is_called_once(
 
 
 # ---- call(token, operation, fn) -----------------------------------------------------------------
-async def test_call_returns_the_value_and_runs_in_a_thread() -> None:
-    main = threading.get_ident()
-    assert await call(CancelToken(), "op", threading.get_ident) != main
+def test_call_returns_the_value_in_the_calling_thread() -> None:
+    assert call(CancelToken(), "op", threading.get_ident) == threading.get_ident()
 
 
-async def test_call_sanitizes_failures() -> None:
+async def test_in_thread_runs_off_the_event_loop_and_raises_as_raised() -> None:
+    loop_thread = threading.get_ident()
+    assert await in_thread(threading.get_ident) != loop_thread
+
+    def fail() -> None:
+        raise ToolAbortError(HarnessError("stop", "SESSION_QUERY_ABORTED").failure(), "why")
+
+    with pytest.raises(ToolAbortError) as info:
+        await in_thread(fail)
+    assert info.value.reason == "why"
+
+
+def test_call_sanitizes_failures() -> None:
     def fail() -> None:
         raise SessionQueryError("hidden", "SESSION_QUERY_INVALID_LINEAGE")
 
     with pytest.raises(HarnessError) as info:
-        await call(CancelToken(), "session lineage trace", fail)
+        call(CancelToken(), "session lineage trace", fail)
     assert outcome(info.value) == ("SESSION_QUERY_INVALID_LINEAGE", "session lineage is invalid")
     assert info.value.__cause__ is None
 
 
-async def test_pre_cancelled_token_skips_the_call() -> None:
+def test_pre_cancelled_token_skips_the_call() -> None:
     token = CancelToken()
     token.cancel({"code": "SESSION_QUERY_ABORTED", "message": "stop"})
     ran: list[bool] = []
     with pytest.raises(ToolAbortError) as info:
-        await call(token, "op", lambda: ran.append(True))
+        call(token, "op", lambda: ran.append(True))
     assert ran == []
     assert outcome(info.value) == ("SESSION_QUERY_ABORTED", "stop")
 
 
-async def test_cancellation_during_the_call_wins_over_success_and_failure(
+def test_cancellation_during_the_call_wins_over_success_and_failure(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     for succeed in (True, False):
@@ -247,7 +265,7 @@ async def test_cancellation_during_the_call_wins_over_success_and_failure(
             caplog.at_level(logging.WARNING, logger="sessionq.tools"),
             pytest.raises(ToolAbortError) as info,
         ):
-            await call(token, "op", work)
+            call(token, "op", work)
         assert outcome(info.value) == ("SESSION_QUERY_ABORTED", "lineage trace cancelled first")
         assert info.value.reason is reason
     assert logged(caplog) == ""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -164,3 +167,52 @@ async def test_malformed_tool_names_are_invalid_args(
 async def test_malformed_caller_is_contained(make_harness: HarnessFactory) -> None:
     reply = await make_harness().call("session_trace", {}, caller={"session_id": "caller"})
     assert error_of(reply) == ("SESSION_QUERY_TOOL_FAILED", "session query operation failed")
+
+
+class _CountingExecutor(ThreadPoolExecutor):
+    """The loop's default executor, counting the work handed to its threads."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=4)
+        self.handed = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        self.handed += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("session_search", {"query": "needle"}),
+        ("session_event_search", {"session_id": "other", "query": "needle"}),
+        ("session_trace", {"session_id": "other"}),
+        ("session_event_trace", {"session_id": "other", "seq": 0}),
+        ("session_event_read", {"session_id": "other", "seq": 0, "after": 1}),
+    ],
+)
+async def test_a_call_is_one_thread_hand_off_and_its_service_calls_run_off_the_loop(
+    make_harness: HarnessFactory, tool: str, arguments: dict[str, Any]
+) -> None:
+    h = make_harness([(header("other", created_at=5), [user(0, "a needle"), user(1, "x")])])
+    threads: set[int] = set()
+    h.spy.scripted = {
+        name: _recording(h.real(name), threads)
+        for name in ("get_session", "filter_sessions", "read_title_snapshots")
+    }
+    loop = asyncio.get_running_loop()
+    executor = _CountingExecutor()
+    loop.set_default_executor(executor)
+    reply = await h.call(tool, arguments)
+    assert reply.error is None, reply.text
+    assert len(h.spy.calls) >= 3  # caller, authorization, the payload, titles
+    assert executor.handed == 1
+    assert threads and threading.get_ident() not in threads
+
+
+def _recording(method: Any, threads: set[int]) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        threads.add(threading.get_ident())
+        return method(*args, **kwargs)
+
+    return call

@@ -156,9 +156,9 @@ async def _call_over_kafka(
     settings: CallSettings, args: argparse.Namespace, arguments: object, request_id: str
 ) -> Reply:
     from worker.authn.tokens import CallerSigner
-    from worker.contract.errors import CALLER_UNAUTHENTICATED
+    from worker.contract.errors import CALLER_UNAUTHENTICATED, TOOL_TIMEOUT
     from worker.kafka.client import call_once
-    from worker.kafka.preflight import caller_warnings, refusal_hint
+    from worker.kafka.preflight import caller_warnings, refusal_hint, timeout_hint
 
     assert settings.kafka is not None
     signer = None
@@ -183,6 +183,8 @@ async def _call_over_kafka(
     if reply.error is not None and reply.error.code == CALLER_UNAUTHENTICATED:
         hint = refusal_hint(signer, args.workspace)
         print(f"sessionq call: likely cause: {hint}", file=sys.stderr)
+    elif reply.error is not None and reply.error.code == TOOL_TIMEOUT:
+        print(f"sessionq call: likely cause: {timeout_hint(args.caller)}", file=sys.stderr)
     return reply
 
 

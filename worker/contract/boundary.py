@@ -5,10 +5,12 @@ service messages can name sessions outside the caller's workspace, so they go to
 log (logger ``sessionq.tools``) and never into a reply. Cancellation is checked
 before and after each call and wins over the call's own outcome, unlogged.
 
-Service methods are synchronous; ``call`` runs them in a worker thread
-(``asyncio.to_thread``) so the event loop keeps serving cancel records and other
-requests meanwhile. A started call is always awaited to completion: threads cannot be
-interrupted, which is exactly upstream's "wait for the service to settle".
+Service methods are synchronous, and so is a tool's whole run (authorization, its
+service calls, rendering): ``in_thread`` hands it to a worker thread once, so the event
+loop keeps serving cancel records and other requests meanwhile, and ``call`` wraps each
+service call inside it. A started run is always awaited to completion: threads cannot
+be interrupted, which is exactly upstream's "wait for the service to settle"; the token
+is checked around every service call, from the running thread.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from worker.contract.errors import (
     unauthorized,
 )
 
-__all__ = ["LOG", "UNPRINTABLE", "call", "diagnostic", "sanitize"]
+__all__ = ["LOG", "UNPRINTABLE", "call", "diagnostic", "in_thread", "sanitize"]
 
 LOG: Final = logging.getLogger("sessionq.tools")
 UNPRINTABLE: Final = "[unprintable session query failure]"
@@ -156,15 +158,16 @@ def sanitize(operation: str, error: object) -> HarnessError:
     return tool_failed()
 
 
-async def call(token: CancelToken, operation: str, fn: Callable[[], T]) -> T:
-    """Run one service call under ``token``; failures come back sanitized.
+def call(token: CancelToken, operation: str, fn: Callable[[], T]) -> T:
+    """Run one service call under ``token``, in the calling thread; failures come back
+    sanitized.
 
-    Order: abort check; the call (to completion, in a thread); on failure abort check
-    (cancellation wins, unlogged) then ``sanitize``; on success abort check again.
+    Order: abort check; the call (to completion); on failure abort check (cancellation
+    wins, unlogged) then ``sanitize``; on success abort check again.
     """
     token.check()
     try:
-        value = await asyncio.to_thread(fn)
+        value = fn()
     except _PASSTHROUGH:
         raise
     except BaseException as error:  # every service failure is contained here
@@ -172,3 +175,9 @@ async def call(token: CancelToken, operation: str, fn: Callable[[], T]) -> T:
         raise sanitize(operation, error) from None
     token.check()
     return value
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` in a worker thread of the loop's default executor, awaited to completion:
+    the one thread hand-off of a tool call (its exceptions propagate as raised)."""
+    return await asyncio.get_running_loop().run_in_executor(None, fn)

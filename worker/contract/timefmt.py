@@ -8,6 +8,7 @@ digits below one millisecond), and bounds become floats only at the very end.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -75,12 +76,18 @@ def iso(ms: float) -> str:
         if abs(t) > MAX_TIME_MS:
             raise ValueError("Invalid time value")
     days, in_day = divmod(t, MS_PER_DAY)
-    year, month, day = civil_from_days(days)
     hour, rest = divmod(in_day, 3_600_000)
     minute, rest = divmod(rest, 60_000)
     second, milli = divmod(rest, 1000)
+    return f"{_date_text(days)}T{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _date_text(days: int) -> str:
+    """``YYYY-MM-DD`` of a day count (a reply prints the same few days many times)."""
+    year, month, day = civil_from_days(days)
     year_text = f"{year:04d}" if 0 <= year <= 9999 else f"{'+' if year > 0 else '-'}{abs(year):06d}"
-    return f"{year_text}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
+    return f"{year_text}-{month:02d}-{day:02d}"
 
 
 @dataclass(frozen=True, slots=True)

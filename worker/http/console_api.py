@@ -106,15 +106,19 @@ class ConsoleApi:
         token = CancelToken()
         cwd = caller.header.cwd
         if cwd is None:
-            own = await boundary.call(
-                token, "caller session listing", lambda: self.service.get_session(caller.id)
+            own = await boundary.in_thread(
+                lambda: boundary.call(
+                    token, "caller session listing", lambda: self.service.get_session(caller.id)
+                )
             )
             records = [] if own is None else [own]
         else:
-            records = await boundary.call(
-                token,
-                "workspace session listing",
-                lambda: self.service.filter_sessions([CwdFilter((cwd,))]),
+            records = await boundary.in_thread(
+                lambda: boundary.call(
+                    token,
+                    "workspace session listing",
+                    lambda: self.service.filter_sessions([CwdFilter((cwd,))]),
+                )
             )
         return [r for r in records if record_authorized(r, caller)][:MAX_LISTED_SESSIONS]
 
@@ -124,7 +128,9 @@ class ConsoleApi:
             return caller
         try:
             agents = ext.agents_of_query(request.query)
-            resolved = await resolve_caller(self.service, caller, CancelToken())
+            resolved = await boundary.in_thread(
+                lambda: resolve_caller(self.service, caller, CancelToken())
+            )
             records = await self._visible_sessions(resolved)
             records = [r for r in records if agents is None or r.header.agent in agents]
         except ext.ExtensionError as exc:
@@ -132,7 +138,9 @@ class ConsoleApi:
         except HarnessError as exc:
             return bad(404 if exc.code == SESSION_NOT_FOUND else 500, exc.code, exc.message)
         parents = [r.header.parent_session for r in records if r.header.parent_session]
-        shown = await authorize_session_ids(self.service, resolved, parents, CancelToken())
+        shown = await boundary.in_thread(
+            lambda: authorize_session_ids(self.service, resolved, parents, CancelToken())
+        )
         ids = [r.header.id for r in records]
         titles, seqs = await asyncio.to_thread(self._titles_and_seqs, ids, resolved)
         return web.json_response(

@@ -61,3 +61,13 @@ def refusal_hint(signer: CallerSigner | None, workspace: str | None) -> str:
         f"the workers' keyring has no key {signer.kid!r}, or it does not cover {ws}, or the"
         f" caller's stored cwd is not {ws} (the workers' log names the reason)"
     )
+
+
+def timeout_hint(caller: str) -> str:
+    """The likely cause of a ``TOOL_TIMEOUT`` reply a host can name: a worker waits for a
+    caller it does not know yet (its session's log may be on its way) until the
+    deadline, so a mistyped or never-published caller ends as a timeout, not a refusal."""
+    return (
+        f"the workers wait for a caller session they do not know until the deadline: is"
+        f" {caller!r} the right session id, and is its log published (sessionq publish)?"
+    )

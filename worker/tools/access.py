@@ -5,6 +5,9 @@ equality); the caller always sees itself while its own ``cwd`` is unchanged. Eve
 check that needs the store goes through the boundary, and every observation that
 carries a header is re-checked, so a session that changed workspace between the
 preflight and the read is still refused. Refusals never name a session.
+
+These run inside a tool's one thread hand-off (``boundary.in_thread``): each is plain
+synchronous code around ``boundary.call``.
 """
 
 from __future__ import annotations
@@ -50,14 +53,14 @@ class ResolvedCaller:
     step_seq: int | None = None
 
 
-async def resolve_caller(
+def resolve_caller(
     service: QueryService, caller: Caller | None, token: CancelToken
 ) -> ResolvedCaller:
     """The caller's stored header; no caller is MISSING_AGENT, an unknown one NOT_FOUND."""
     if caller is None:
         raise missing_agent()
     session_id = caller.session_id
-    record = await boundary.call(
+    record = boundary.call(
         token, "caller resolution", lambda: service.get_session(session_id)
     )
     if record is None or record.header.id != session_id:
@@ -65,11 +68,11 @@ async def resolve_caller(
     return ResolvedCaller(session_id, record.header, caller.step_seq)
 
 
-async def current_step(service: QueryService, caller: ResolvedCaller, token: CancelToken) -> int:
+def current_step(service: QueryService, caller: ResolvedCaller, token: CancelToken) -> int:
     """Seq of the caller's current ``step/start``: the request's, else the store's last one."""
     if caller.step_seq is not None:
         return caller.step_seq
-    seq = await boundary.call(
+    seq = boundary.call(
         token, "current step lookup", lambda: service.last_step_start_seq(caller.id)
     )
     if seq is None:
@@ -98,7 +101,7 @@ def assert_observed(caller: ResolvedCaller, target: str, observed: SessionHeader
         raise unauthorized()
 
 
-async def authorize_target(
+def authorize_target(
     service: QueryService, caller: ResolvedCaller, target: str, token: CancelToken
 ) -> None:
     """Preflight before any payload read; missing and foreign targets look the same."""
@@ -107,7 +110,7 @@ async def authorize_target(
     cwd = caller.header.cwd
     if cwd is None:
         raise unauthorized()
-    records = await boundary.call(
+    records = boundary.call(
         token,
         "target authorization",
         lambda: service.filter_sessions([IdFilter((target,)), CwdFilter((cwd,))]),
@@ -116,7 +119,7 @@ async def authorize_target(
         raise unauthorized()
 
 
-async def authorize_session_ids(
+def authorize_session_ids(
     service: QueryService, caller: ResolvedCaller, ids: Sequence[str], token: CancelToken
 ) -> set[str]:
     """The subset of ``ids`` the caller may name (one lookup for all ids but its own)."""
@@ -126,7 +129,7 @@ async def authorize_session_ids(
     others = tuple(i for i in unique if i != caller.id)
     if cwd is None or not others:
         return authorized
-    records = await boundary.call(
+    records = boundary.call(
         token,
         "session-id authorization",
         lambda: service.filter_sessions([IdFilter(others), CwdFilter((cwd,))]),
@@ -149,7 +152,7 @@ def _unavailable(error: object) -> TitleView:
     return TitleView("untitled", sanitized.code)
 
 
-async def read_titles(
+def read_titles(
     service: QueryService, caller: ResolvedCaller, ids: Sequence[str], token: CancelToken
 ) -> dict[str, TitleView]:
     """One batch read for ``ids`` (even when empty); a view for every requested id.
@@ -158,7 +161,7 @@ async def read_titles(
     rejected one is sanitized into ``untitled (title unavailable: <code>)``.
     """
     requested = list(ids)
-    observations = await boundary.call(
+    observations = boundary.call(
         token, "title observation", lambda: service.read_title_snapshots(requested)
     )
     views: dict[str, TitleView] = {}
@@ -177,7 +180,7 @@ async def read_titles(
     return views
 
 
-async def read_title(
+def read_title(
     service: QueryService, caller: ResolvedCaller, session_id: str, token: CancelToken
 ) -> TitleView:
-    return (await read_titles(service, caller, [session_id], token))[session_id]
+    return read_titles(service, caller, [session_id], token)[session_id]

@@ -40,7 +40,7 @@ def card(raw: dict[str, Any]) -> dict[str, Any]:
     return render.event_card("Read event", raw)
 
 
-async def run(
+def run(
     ctx: ToolContext, caller: ResolvedCaller, args: EventReadArgs, token: CancelToken
 ) -> str:
     """Preflight, window read, re-check, title, rendering.
@@ -50,15 +50,15 @@ async def run(
     """
     service = ctx.service
     target = target_id(args.session_id, caller)
-    await authorize_target(service, caller, target, token)
+    authorize_target(service, caller, target, token)
     seq, before, after = args.seq, args.before or 0, args.after or 0
-    window = await boundary.call(
+    window = boundary.call(
         token,
         "event read",
         lambda: service.read_event(target, seq, before=before, after=after),
     )
     assert_observed(caller, target, window.session)
-    title = await read_title(service, caller, target, token)
+    title = read_title(service, caller, target, token)
     return render.event_read(target, title, window)
 
 

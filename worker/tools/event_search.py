@@ -64,7 +64,7 @@ def card(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def run(
+def run(
     ctx: ToolContext, caller: ResolvedCaller, args: EventSearchArgs, token: CancelToken
 ) -> str:
     """Steps of SPEC §9.8 in order: preflight, query, sequence range, current-step cut,
@@ -76,13 +76,13 @@ async def run(
     """
     service, max_results = ctx.service, ctx.max_search_results
     target = target_id(args.session_id, caller)
-    await authorize_target(service, caller, target, token)
+    authorize_target(service, caller, target, token)
     query = normalize_query(args.query)
     low, high = sequence_range(args.seq_from, args.seq_to)
     if target == caller.id:
-        step = await current_step(service, caller, token)
+        step = current_step(service, caller, token)
         high = min(MAX_SAFE_INTEGER if high is None else high, step - 1)
-    title = await read_title(service, caller, target, token)
+    title = read_title(service, caller, target, token)
     if low is not None and high is not None and low > high:
         return render.event_search(target, title, [], False)
     filters = tuple(
@@ -96,8 +96,8 @@ async def run(
         )
     )
 
-    async def fetch(limit: int) -> tuple[Sequence[EventHit], bool]:
-        page = await boundary.call(
+    def fetch(limit: int) -> tuple[Sequence[EventHit], bool]:
+        page = boundary.call(
             token,
             "event search",
             lambda: service.search_events(target, query, filters, limit=limit),
@@ -105,7 +105,7 @@ async def run(
         assert_observed(caller, target, page.session)
         return page.items, page.more
 
-    collected = await collect(fetch, lambda _hit: True, max_results)
+    collected = collect(fetch, lambda _hit: True, max_results)
     return render.event_search(target, title, collected.items, collected.capped)
 
 

@@ -36,17 +36,17 @@ def card(raw: dict[str, Any]) -> dict[str, Any]:
     return render.event_card("Trace event", raw)
 
 
-async def run(
+def run(
     ctx: ToolContext, caller: ResolvedCaller, args: EventTraceArgs, token: CancelToken
 ) -> str:
     """Preflight, trace, re-check, title, rendering (``seq`` was checked before the caller)."""
     service = ctx.service
     target = target_id(args.session_id, caller)
-    await authorize_target(service, caller, target, token)
+    authorize_target(service, caller, target, token)
     seq = args.seq
-    trace = await boundary.call(token, "event trace", lambda: service.trace_event(target, seq))
+    trace = boundary.call(token, "event trace", lambda: service.trace_event(target, seq))
     assert_observed(caller, target, trace.session)
-    title = await read_title(service, caller, target, token)
+    title = read_title(service, caller, target, token)
     return render.event_trace(target, title, trace)
 
 

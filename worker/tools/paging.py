@@ -9,7 +9,7 @@ does the tool ask again with a limit grown by the number of rejected hits.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -33,8 +33,8 @@ def stalled_provider() -> HarnessError:
     )
 
 
-async def collect(
-    fetch: Callable[[int], Awaitable[tuple[Sequence[T], bool]]],
+def collect(
+    fetch: Callable[[int], tuple[Sequence[T], bool]],
     accept: Callable[[T], bool],
     max_results: int,
 ) -> Collection[T]:
@@ -45,7 +45,7 @@ async def collect(
     """
     limit = max_results + 1
     while True:
-        items, more = await fetch(limit)
+        items, more = fetch(limit)
         accepted = [item for item in items if accept(item)]
         if len(accepted) > max_results:
             return Collection(accepted[:max_results], True)

@@ -10,7 +10,7 @@ definitions in ``schemas.json`` (the manifest's order).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
 
@@ -38,14 +38,16 @@ class Tool(Generic[ArgsT]):
     """One model-facing tool.
 
     ``parse`` builds the typed arguments from schema-valid JSON and applies the rules
-    upstream runs before resolving the caller (raises ``HarnessError``). ``budget``:
+    upstream runs before resolving the caller (raises ``HarnessError``). ``run`` is
+    synchronous: the pipeline runs it, with the argument and caller steps, in one worker
+    thread (``boundary.in_thread``). ``budget``:
     ``search`` tools are bounded by ``searchTimeoutMs``, ``read`` tools only by the
     deployment's request cap. ``card`` is the host's pending-call presentation.
     """
 
     name: str
     parse: Callable[[dict[str, Any]], ArgsT]
-    run: Callable[[ToolContext, ResolvedCaller, ArgsT, CancelToken], Awaitable[str]]
+    run: Callable[[ToolContext, ResolvedCaller, ArgsT, CancelToken], str]
     mode: Mode
     budget: Budget
     card: Callable[[dict[str, Any]], dict[str, Any]]

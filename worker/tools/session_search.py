@@ -97,7 +97,7 @@ def session_filters(args: SessionSearchArgs) -> list[SessionFilter]:
     return filters
 
 
-async def run(
+def run(
     ctx: ToolContext, caller: ResolvedCaller, args: SessionSearchArgs, token: CancelToken
 ) -> str:
     """Steps of SPEC §9.8 in order: workspace, arguments, parent authorization, search,
@@ -125,7 +125,7 @@ async def run(
         allowed = (
             set()
             if requested is None
-            else await authorize_session_ids(service, caller, requested, token)
+            else authorize_session_ids(service, caller, requested, token)
         )
         parents: list[str | None] = [i for i in requested or () if i in allowed]
         if args.include_root_sessions is True:
@@ -138,8 +138,8 @@ async def run(
     session_clauses, event_clauses = tuple(filters), tuple(events)
     exclude = frozenset({caller.id})
 
-    async def fetch(limit: int) -> tuple[Sequence[SessionHit], bool]:
-        page = await boundary.call(
+    def fetch(limit: int) -> tuple[Sequence[SessionHit], bool]:
+        page = boundary.call(
             token,
             "session search",
             lambda: service.search_sessions(
@@ -151,14 +151,14 @@ async def run(
     def accept(hit: SessionHit) -> bool:
         return hit.record.header.id != caller.id and record_authorized(hit.record, caller)
 
-    collected = await collect(fetch, accept, max_results)
+    collected = collect(fetch, accept, max_results)
     hit_parents = [
         hit.record.header.parent_session
         for hit in collected.items
         if hit.record.header.parent_session is not None
     ]
-    authorized_parents = await authorize_session_ids(service, caller, hit_parents, token)
-    titles = await read_titles(
+    authorized_parents = authorize_session_ids(service, caller, hit_parents, token)
+    titles = read_titles(
         service, caller, [hit.record.header.id for hit in collected.items], token
     )
     return render.session_search(collected.items, collected.capped, titles, authorized_parents)

@@ -81,14 +81,14 @@ def project_descendants(
     return result
 
 
-async def run(
+def run(
     ctx: ToolContext, caller: ResolvedCaller, args: SessionTraceArgs, token: CancelToken
 ) -> str:
     """Preflight, trace, re-check, projection, one title batch, rendering."""
     service = ctx.service
     target = target_id(args.session_id, caller)
-    await authorize_target(service, caller, target, token)
-    trace = await boundary.call(
+    authorize_target(service, caller, target, token)
+    trace = boundary.call(
         token, "session lineage trace", lambda: service.trace_session(target)
     )
     assert_observed(caller, target, trace.target.header)
@@ -99,7 +99,7 @@ async def run(
         *(record.header.id for record in ancestors),
         *(node.record.header.id for node, _ in walk_descendants(descendants) if node is not None),
     ]
-    titles = await read_titles(service, caller, ids, token)
+    titles = read_titles(service, caller, ids, token)
     return render.session_trace(trace.target, ancestors, at_boundary, descendants, titles)
 
 

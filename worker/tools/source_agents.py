@@ -20,11 +20,12 @@ from typing import Any, Final
 
 from indexer.model.search import CwdFilter
 from indexer.query.protocol import QueryService
+from indexer.query.types import SessionRecord
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken
 from worker.contract.envelopes import ToolRequest
 from worker.contract.errors import HarnessError
-from worker.tools.access import Caller, record_authorized, resolve_caller
+from worker.tools.access import Caller, ResolvedCaller, record_authorized, resolve_caller
 
 __all__ = [
     "EXTENSION_KEY",
@@ -127,17 +128,11 @@ async def restrict_arguments(
         return arguments
     token = token if token is not None else CancelToken()
     try:
-        resolved = await resolve_caller(service, caller, token)
+        resolved, records = await boundary.in_thread(
+            lambda: _visible_records(service, caller, token)
+        )
     except HarnessError:  # not lost: the pipeline answers this caller with the same error
         return arguments
-    cwd = resolved.header.cwd
-    if cwd is None:
-        own = await boundary.call(token, "caller lookup", lambda: service.get_session(resolved.id))
-        records = [] if own is None else [own]
-    else:
-        records = await boundary.call(
-            token, "workspace listing", lambda: service.filter_sessions([CwdFilter((cwd,))])
-        )
     wanted = set(agents)
     allowed = [
         r.header.id for r in records if record_authorized(r, resolved) and r.header.agent in wanted
@@ -146,6 +141,21 @@ async def restrict_arguments(
         keep = set(allowed)
         allowed = [v for v in given if v in keep]
     return {**arguments, "session_ids": allowed or [NO_SESSION]}
+
+
+def _visible_records(
+    service: QueryService, caller: Caller, token: CancelToken
+) -> tuple[ResolvedCaller, list[SessionRecord]]:
+    """The resolved caller and the sessions of its workspace (itself without one)."""
+    resolved = resolve_caller(service, caller, token)
+    cwd = resolved.header.cwd
+    if cwd is None:
+        own = boundary.call(token, "caller lookup", lambda: service.get_session(resolved.id))
+        return resolved, [] if own is None else [own]
+    records = boundary.call(
+        token, "workspace listing", lambda: service.filter_sessions([CwdFilter((cwd,))])
+    )
+    return resolved, records
 
 
 async def restrict_request(

@@ -23,15 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from indexer.errors import BatchAbortedError, SessionqError
+from indexer.errors import BatchAbortedError
 from indexer.failpoints import DISARMED, FailPoints
 from indexer.kafka.client import InRecord, Producer
-from indexer.kafka.dead_letter import dead_letter
+from indexer.kafka.dead_letter import DeadLetters
 from indexer.lineage.entry import LineageEntry
 from indexer.lineage.follower import LineageWriter
 from indexer.metrics import Metrics
 from indexer.model.header import parse_header
-from indexer.model.records import DeleteRecord, HeaderRecord, decode_record
+from indexer.model.records import DeleteRecord, HeaderRecord
 from indexer.redact import DEFAULT, Redaction
 from indexer.sources.loop import RecordLoop
 from indexer.store.lease import WriterLease
@@ -76,7 +76,6 @@ class PartitionReplica:
         self.data_dir = partition_dir(node_dir, partition)
         self.settings = settings
         self.role: Role = "standby"
-        self._dlq = dlq
         self._lineage = lineage
         self.lease = WriterLease(self.data_dir, "indexer")
         self.store: Store | None = None
@@ -85,7 +84,7 @@ class PartitionReplica:
         self._next: int | None = None  # next offset applied in the open batch
         self._count = 0
         self._started = 0.0
-        self._pending_dlq: list[tuple[InRecord, str, str]] = []
+        self._dead_letters = DeadLetters(dlq, settings.dlq_topic, metrics)
         self._lineage_due: list[LineageEntry | str] = []
         self.applied = 0
         self.dead_lettered = 0
@@ -139,20 +138,17 @@ class PartitionReplica:
         if self._count == 0:
             self._started = time.monotonic()
         try:
-            decoded = decode_record(record.value)
-            result = self.loop.apply(decoded)
+            decoded, result = self.loop.apply_value(record.value)
         except BatchAbortedError as exc:
             self._lost(record, exc.message)
             return False
-        except SessionqError as exc:  # the value is not a record
-            self._dead_letter(record, exc.message, exc.code)
-        else:
-            if result.error is not None:
-                self._dead_letter(record, result.error.message, result.error.code)
-            elif result.applied is not None and not result.applied.noop:
-                self.applied += 1
-                if self.role == "active":
-                    self._note_lineage(decoded)
+        if result.error is not None:
+            self.dead_lettered += 1
+            self._dead_letters.add(record, result.error.message, result.error.code)
+        elif result.applied is not None and not result.applied.noop:
+            self.applied += 1
+            if self.role == "active":
+                self._note_lineage(decoded)
         self._next = record.offset + 1
         self._count += 1
         return True
@@ -163,14 +159,6 @@ class PartitionReplica:
         elif isinstance(record, DeleteRecord):
             self._lineage_due.append(record.session_id)
 
-    def _dead_letter(self, record: InRecord, reason: str, code: str) -> None:
-        log.warning(
-            "dead-lettering %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason
-        )
-        self.dead_lettered += 1
-        self._metrics.dlq_records.labels("events").inc()
-        self._pending_dlq.append((record, reason, code))
-
     def _lost(self, record: InRecord, why: str) -> None:
         log.error("batch lost at %s[%d]@%d: %s", record.topic, record.partition, record.offset, why)
         self.failing = why
@@ -180,7 +168,7 @@ class PartitionReplica:
         """Drop the open batch (after a loss): the caller seeks back to ``stored_offset``."""
         self._next = None
         self._count = 0
-        self._pending_dlq.clear()
+        self._dead_letters.clear()
         self._lineage_due.clear()
 
     def due(self) -> bool:
@@ -205,11 +193,7 @@ class PartitionReplica:
 
     async def _commit(self) -> bool:
         assert self.loop is not None
-        for record, reason, code in self._pending_dlq:
-            await self._dlq.send(
-                self.settings.dlq_topic, dead_letter(record, reason, code), key=record.key
-            )
-        self._pending_dlq.clear()
+        await self._dead_letters.send()
         for change in self._lineage_due:
             if isinstance(change, str):
                 await self._lineage.remove(change)

@@ -7,6 +7,7 @@ marked with ``MATCH_START``/``MATCH_END`` and cut by ``make_snippet``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any, Final, cast
@@ -73,6 +74,18 @@ def _resume_point(text: str, cut: int, n: int) -> int:
         lookback *= 4
 
 
+@functools.lru_cache(maxsize=256)
+def _rest_of(tokens: tuple[str, ...]) -> re.Pattern[str]:
+    """The phrase after its first token: separators, then each further token, then no
+    token character (a query's snippets all use the same one)."""
+    return re.compile("".join(f"[^a-z0-9]+{t}" for t in tokens[1:]) + "(?![a-z0-9])")
+
+
+@functools.lru_cache(maxsize=256)
+def _is_ascii_query(tokens: tuple[str, ...]) -> bool:
+    return all(_ASCII_TOKEN.fullmatch(t) for t in tokens)
+
+
 def _find_ascii(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
     """First occurrence in text whose tokens are ASCII runs (see ``_clean_prefix_end``):
     ``str.find`` on the first token, a regex for the rest (separators in between)."""
@@ -80,7 +93,7 @@ def _find_ascii(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
     if len(low) != len(text):  # a non-ASCII separator with a longer lowercase form
         low = text.translate(_ASCII_LOWER)
     first, size = tokens[0], len(tokens[0])
-    rest = re.compile("".join(f"[^a-z0-9]+{t}" for t in tokens[1:]) + "(?![a-z0-9])")
+    rest = _rest_of(tuple(tokens))
     pos = low.find(first)
     while pos >= 0:
         end = pos + size
@@ -152,7 +165,7 @@ def first_occurrence(text: str, tokens: Sequence[str]) -> tuple[int, int] | None
     if not tokens:
         return None
     wanted = list(tokens)
-    ascii_query = all(_ASCII_TOKEN.fullmatch(t) for t in wanted)
+    ascii_query = _is_ascii_query(tuple(wanted))
     if text.isascii():
         return _find_ascii(text, wanted) if ascii_query else None
     text = without_surrogates(text)  # same length: offsets stay valid for the caller

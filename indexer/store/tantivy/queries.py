@@ -102,8 +102,24 @@ def term(schema: tantivy.Schema, field: str, value: str) -> tantivy.Query:
     return tantivy.Query.term_query(schema, field, value, index_option="basic")
 
 
+UNION_TERMS: Final = 16
+"""Up to this many values, a value set is a union of term queries; more, a term set."""
+
+
 def terms(schema: tantivy.Schema, field: str, values: Iterable[str]) -> tantivy.Query:
-    return tantivy.Query.term_set_query(schema, field, sorted(set(values)))
+    """Documents whose ``field`` holds one of ``values`` (a filter: callers wrap it
+    ``unscored``). A few values are term queries, alone or in a union: their postings
+    skip ahead inside an intersection, so a search over a common word scores only the
+    documents the filter lets through. A term set reads every posting of its values
+    whole, whatever the other clauses keep."""
+    wanted = sorted(set(values))
+    if len(wanted) == 1:
+        return term(schema, field, wanted[0])
+    if len(wanted) <= UNION_TERMS:
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, term(schema, field, v)) for v in wanted]
+        )
+    return tantivy.Query.term_set_query(schema, field, wanted)
 
 
 def unscored(query: tantivy.Query) -> tantivy.Query:

@@ -56,7 +56,13 @@ def make_snippet(marked_text: str, max_chars: int) -> str:
     is just the ellipsis; (4-7) otherwise a window starts a third of the budget before
     the match, with ``…`` on each cut side. Only the first span matters for the window,
     so callers may mark just the first occurrence.
+
+    The normalized text does not depend on where the markers were, only the window
+    does; so a text no longer than ``max_chars`` (nor, then, its normalized form) is
+    returned normalized without locating the match.
     """
+    if len(marked_text) <= max_chars:
+        return _collapse(_strip_markers(marked_text))
     first = marked_text.find(MATCH_START)
     if first < 0:
         out = _collapse(_strip_markers(marked_text))
