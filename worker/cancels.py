@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import orjson
 
-from worker.authn.tokens import Principal
+from worker.authn.principal import Principal
 from worker.contract.deadline import CancelToken
 
 CANCEL_REASON_MAX_BYTES: Final = 1024

@@ -36,12 +36,11 @@ import contextlib
 import time
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from indexer.metrics import Metrics
 from indexer.query.protocol import QueryService
 from worker.authn.binding import Binding
-from worker.authn.tokens import CallerAuthenticator, Principal
+from worker.authn.principal import Principal
 from worker.cancels import InFlight
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken, Deadline
@@ -58,6 +57,10 @@ from worker.limits import ToolLimits
 from worker.slots import Share, Shares, Slots
 from worker.tools.access import Caller, resolve_caller
 from worker.tools.registry import Tool, ToolContext, lookup, parse_arguments
+
+if TYPE_CHECKING:  # annotations only: a call without a keyring or metrics loads neither
+    from indexer.metrics import Metrics
+    from worker.authn.tokens import CallerAuthenticator
 
 RYW_POLL_S: Final = 0.01  # first poll of a waiting call; the interval grows to RYW_POLL_MAX_S
 RYW_POLL_MAX_S: Final = 0.25

@@ -8,9 +8,10 @@ so the variables read the same as the flags. The README's configuration table is
 checked against these models by a test.
 """
 
+from indexer.environment import ENV_PREFIX, env_name
+from indexer.formats import SourceFormat
 from indexer.settings.base import (
     DLQ_TOPIC,
-    ENV_PREFIX,
     EVENTS_TOPIC,
     FORMAT_DESCRIPTION,
     LINEAGE_TOPIC,
@@ -20,9 +21,7 @@ from indexer.settings.base import (
     RedactingSettings,
     RoleSettings,
     ServiceSettings,
-    SourceFormat,
     StoreWriterSettings,
-    env_name,
     flat_fields,
     nest,
     nested_model,

@@ -14,26 +14,19 @@ from pydantic import BaseModel, Field, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from indexer.environment import env_name
 from indexer.failpoints import FailPoints
 from indexer.redact import Redaction, RedactMode
 
-ENV_PREFIX = "SESSIONQ_"
 EVENTS_TOPIC = "sessionq.events"
 REQUESTS_TOPIC = "sessionq.requests"
 DLQ_TOPIC = "sessionq.dlq"
 LINEAGE_TOPIC = "sessionq.lineage"
 REPLIES_TOPIC = "sessionq.replies"
 
-# How session log files are read: recognised per root and file, or one format forced
-# (indexer.logs.importers.detect; "auto" is None there).
-SourceFormat = Literal["auto", "dsh", "claude-code", "codex", "gemini", "opencode", "copilot"]
 FORMAT_DESCRIPTION = (
     "log format of the paths: auto (recognised), dsh, claude-code, codex, gemini, opencode, copilot"
 )
-
-
-def env_name(field: str) -> str:
-    return ENV_PREFIX + field.upper()
 
 
 def nested_model(annotation: Any) -> type[BaseModel] | None:

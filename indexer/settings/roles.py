@@ -9,11 +9,11 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from indexer.formats import SourceFormat
 from indexer.settings.base import (
     FORMAT_DESCRIPTION,
     RoleSettings,
     ServiceSettings,
-    SourceFormat,
     StoreWriterSettings,
 )
 from indexer.settings.kafka import KafkaSettings

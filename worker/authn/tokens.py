@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,6 +31,7 @@ from cryptography.hazmat.primitives.serialization import (
 from worker.authn.binding import CLAIM as BINDING_CLAIM
 from worker.authn.binding import Binding, envelope_digest
 from worker.authn.keyring import HostKey, Keyring, KeyringError, read_entry
+from worker.authn.principal import Principal
 from worker.contract.errors import HarnessError, caller_unauthenticated
 
 log = logging.getLogger("sessionq.authn")
@@ -39,15 +39,6 @@ ALGORITHM: Final = "EdDSA"
 DEFAULT_TTL_S: Final = 60
 MAX_LIFETIME_S: Final = 300
 LEEWAY_S: Final = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who a verified request speaks for: the host key and the caller it vouched for."""
-
-    kid: str
-    session_id: str
-    workspace: str | None
 
 
 def generate_key_pair() -> tuple[str, str]:

@@ -1,5 +1,6 @@
 """The ``sessionq`` command line (``main``) and its parser (``build_parser``)."""
 
-from worker.cli.main import build_parser, main
+from worker.cli.main import main
+from worker.cli.parser import build_parser
 
 __all__ = ["build_parser", "main"]

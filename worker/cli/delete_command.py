@@ -25,42 +25,17 @@ import asyncio
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from indexer.settings import KafkaSettings
-from worker.cli.options import EXIT_FAILED, EXIT_OK, fail, settings_from
+from worker.cli.exits import EXIT_FAILED, EXIT_OK, fail
+from worker.cli.options import settings_from
 from worker.settings import DeleteSettings
 
 HTTP_TIMEOUT_S = 120.0  # a delete commits and may run a purge pass before it answers
-
-
-def add_delete_command(
-    sub: argparse._SubParsersAction[Any],
-    bootstrap_flags: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    from worker.cli.options import setting
-
-    p = sub.add_parser("delete", help="erase sessions (delete records, or a serve's admin API)")
-    p.add_argument("session_ids", nargs="+", metavar="SESSION_ID", help="sessions to erase")
-    bootstrap_flags(p)
-    setting(
-        p,
-        "--data",
-        type=Path,
-        help="a replica's data directory: finds each session's partition key",
-    )
-    p.add_argument(
-        "--workspace",
-        default=None,
-        help="the sessions' cwd (their partition key) when no --data is at hand",
-    )
-    setting(p, "--url", help="base URL of a running sessionq serve (embedded mode)")
-    setting(p, "--token-file", type=Path, help="file holding that serve's bearer token")
-    p.set_defaults(handler=cmd_delete)
 
 
 def cmd_delete(args: argparse.Namespace) -> int:

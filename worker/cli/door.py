@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from indexer.store.layout import SQLITE_NAME, WATCH_DIR_NAME, WRITER_LOCK_NAME
-from worker.cli.options import fail
+from worker.cli.exits import fail
 
 _OWN_FILES = frozenset({SQLITE_NAME, WRITER_LOCK_NAME, WATCH_DIR_NAME, "tantivy"})
 

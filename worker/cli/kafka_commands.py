@@ -9,7 +9,8 @@ from pathlib import Path
 
 from indexer.metrics import Metrics
 from indexer.settings import IndexerSettings
-from worker.cli.options import EXIT_FAILED, EXIT_OK, settings_from
+from worker.cli.exits import EXIT_FAILED, EXIT_OK
+from worker.cli.options import settings_from
 from worker.cli.runtime import on_terminate, serve_ops, setup_logging, wait_for_index
 from worker.settings import PublishSettings, TopicsSettings, WorkerSettings
 

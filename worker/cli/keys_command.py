@@ -10,13 +10,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from worker.authn.keyring import entry_file, keyring_entry, parse_keyring
 from worker.authn.tokens import generate_key_pair
-from worker.cli.options import EXIT_OK, fail
+from worker.cli.exits import EXIT_OK, fail
 
 
 def _write_private(path: Path, pem: str) -> None:
@@ -60,19 +59,3 @@ def cmd_keys_generate(args: argparse.Namespace) -> int:
     print(f"its entry:   {entry_path}", file=sys.stderr)
     sys.stdout.write(orjson.dumps(entry, option=orjson.OPT_INDENT_2).decode() + "\n")
     return EXIT_OK
-
-
-def add_keys_command(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("keys", help="caller-signing keys of hosts")
-    ksub = p.add_subparsers(dest="keys_command", required=True)
-    g = ksub.add_parser("generate", help="a host key pair and its keyring entry")
-    g.add_argument("--kid", required=True, help="the key's id (the host's name)")
-    g.add_argument("--out", type=Path, required=True, help="directory for KID.key and KID.pub")
-    g.add_argument(
-        "--workspace",
-        action="append",
-        required=True,
-        help="a cwd prefix this host may speak for (repeat; '*' for every workspace)",
-    )
-    g.add_argument("--keyring", type=Path, default=None, help="add the entry to this keyring file")
-    g.set_defaults(handler=cmd_keys_generate)

@@ -7,50 +7,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from worker.cli.options import (
-    EXIT_OK,
-    EXIT_USAGE,
-    data_exists,
-    fail,
-    redact_flag,
-    setting,
-    settings_from,
-)
+from worker.cli.exits import EXIT_OK, EXIT_USAGE, fail
+from worker.cli.options import data_exists, settings_from
 from worker.cli.runtime import run_until_stopped
 from worker.settings import McpSettings
-
-
-def add_mcp_command(
-    sub: argparse._SubParsersAction[Any],
-    bootstrap: Callable[[argparse.ArgumentParser, str], None],
-    tool_limits: Callable[[argparse.ArgumentParser], None],
-    logs: Callable[[argparse.ArgumentParser], None],
-    formats: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    p = sub.add_parser("mcp", help="serve the five tools over MCP (stdio or Streamable HTTP)")
-    setting(p, "--transport", choices=["stdio", "http"], help="stdio or http")
-    setting(p, "--data", type=Path, help="data directory (embedded store)")
-    setting(p, "--sessions", nargs="+", type=Path, help="dsh roots or log files to ingest, watch")
-    formats(p)
-    bootstrap(p, "answer through a Kafka cluster instead")
-    setting(p, "--listen", help="HTTP HOST:PORT (--transport http)")
-    setting(p, "--token-file", type=Path, help="file holding the HTTP bearer token")
-    setting(p, "--watch", choices=["auto", "poll"], help="file notifications (auto) or polling")
-    setting(
-        p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)"
-    )
-    setting(p, "--caller", help="the caller session id (else discovered by working directory)")
-    setting(p, "--workspace", help="the caller's cwd, vouched for in its token (Kafka)")
-    setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
-    setting(p, "--key-id", help="the signing key's id in the workers' keyring")
-    redact_flag(p)
-    tool_limits(p)
-    logs(p)
-    p.set_defaults(handler=cmd_mcp)
 
 
 def _http_token(settings: McpSettings) -> tuple[str, int, str | None]:

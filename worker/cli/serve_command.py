@@ -13,7 +13,8 @@ import argparse
 import asyncio
 import sys
 
-from worker.cli.options import EXIT_OK, fail, settings_from
+from worker.cli.exits import EXIT_OK, fail
+from worker.cli.options import settings_from
 from worker.cli.runtime import run_until_stopped, setup_logging
 from worker.settings import ServeSettings
 

@@ -10,28 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import Any
 
-from indexer.settings import SnapshotCreateSettings, SnapshotRestoreSettings, env_name
+from indexer.settings import SnapshotCreateSettings, SnapshotRestoreSettings
 from indexer.snapshot.errors import SnapshotError
 from indexer.snapshot.stores import UnsupportedLocationError
-from worker.cli.options import (
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    positive_int,
-    setting,
-    settings_from,
-)
-
-
-def _setting_as(
-    parser: argparse.ArgumentParser, flags: list[str], dest: str, **kwargs: Any
-) -> None:
-    """A setting under a short flag and its setting's own (``--to`` = ``--snapshot-to``)."""
-    kwargs["help"] = f"{kwargs.get('help', '')} ({env_name(dest)})".strip()
-    parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, **kwargs)
+from worker.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from worker.cli.options import settings_from
 
 
 def _error(command: str, exc: SnapshotError) -> int:
@@ -80,50 +64,3 @@ def cmd_snapshot_restore(args: argparse.Namespace) -> int:
     else:
         print(f"sessionq snapshot restore: {outcome.message}", file=sys.stderr)
     return EXIT_OK
-
-
-def add_snapshot_command(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("snapshot", help="consistent copies of a data dir (directory or S3)")
-    ssub = p.add_subparsers(dest="snapshot_command", required=True)
-
-    c = ssub.add_parser("create", help="snapshot a data dir, also while its indexer runs")
-    setting(c, "--data", type=Path, help="data directory")
-    _setting_as(
-        c, ["--to", "--snapshot-to"], "snapshot_to", help="a directory or s3://bucket/prefix"
-    )
-    _setting_as(
-        c,
-        ["--keep", "--snapshot-keep"],
-        "snapshot_keep",
-        type=positive_int,
-        help="then keep only the newest N complete snapshots there",
-    )
-    c.set_defaults(handler=cmd_snapshot_create)
-
-    r = ssub.add_parser("restore", help="restore the newest snapshot into a data dir")
-    setting(r, "--data", type=Path, help="data directory")
-    _setting_as(
-        r,
-        ["--from", "--snapshot-from"],
-        "snapshot_from",
-        help="a snapshot, or a directory / s3:// prefix holding snapshots (newest is taken)",
-    )
-    r.add_argument("--force", action="store_true", help="replace a data dir that holds data")
-    r.add_argument(
-        "--if-empty",
-        action="store_true",
-        help="do nothing (exit 0) when the data dir holds data or no snapshot exists yet",
-    )
-    r.set_defaults(handler=cmd_snapshot_restore)
-
-
-def add_indexer_snapshot_flags(p: argparse.ArgumentParser) -> None:
-    """``sessionq indexer``'s periodic snapshots."""
-    setting(
-        p,
-        "--snapshot-every",
-        metavar="DURATION",
-        help="publish a snapshot this often (seconds, or 90s / 15m / 1h / 2d)",
-    )
-    setting(p, "--snapshot-to", help="where: a directory or s3://bucket/prefix")
-    setting(p, "--snapshot-keep", type=positive_int, help="complete snapshots kept there")

@@ -15,15 +15,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 from indexer.settings import IngestSettings
-from worker.cli.options import (
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_TOOL_ERROR,
-    EXIT_USAGE,
-    data_exists,
-    fail,
-    settings_from,
-)
+from worker.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, fail
+from worker.cli.options import data_exists, settings_from
 from worker.contract.envelopes import Reply, reply_for
 from worker.settings import CallSettings, ManifestSettings, StatsSettings
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import Final
 
 from indexer.errors import LogValidationError
+from indexer.formats import FORMATS, LogFormat
 from indexer.logs.files import Skipped, classify, open_regular, real_key
 from indexer.logs.importers.claude_code import CLAUDE_RECORD_TYPES, read_claude_code, subagent_of
 from indexer.logs.importers.codex import read_codex
@@ -52,8 +53,6 @@ __all__ = [
     "read_source_pieces",
 ]
 
-LogFormat = Literal["dsh", "claude-code", "codex", "gemini", "opencode", "copilot"]
-FORMATS: Final[tuple[LogFormat, ...]] = get_args(LogFormat)
 _PEEK_BYTES: Final = 1 << 16
 _SNIFF_BYTES: Final = 64 << 20  # a whole JSON document read to recognise it
 

@@ -1,0 +1,126 @@
+"""Declaring flags: the parser's flags carry no defaults, so the namespace holds only the
+flags given (``worker.cli.options.settings_from`` hands them to the role's settings model,
+which reads ``SESSIONQ_*`` and applies the defaults), and each setting flag's help names
+its variable.
+
+Standard library and the names of ``indexer.environment`` / ``indexer.formats`` only:
+``sessionq --help`` builds every command's parser without loading a command.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from indexer.environment import env_name
+from indexer.formats import SOURCE_FORMATS
+
+
+def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
+    """A flag that sets the setting of the same name (``--poll-ms`` -> ``poll_ms``)."""
+    setting_as(parser, [flag], flag.removeprefix("--").replace("-", "_"), **kwargs)
+
+
+def setting_as(parser: argparse.ArgumentParser, flags: list[str], dest: str, **kwargs: Any) -> None:
+    """A setting under short flags and its own (``--to`` = ``--snapshot-to``)."""
+    kwargs["help"] = f"{kwargs.get('help', '')} ({env_name(dest)})".strip()
+    parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, **kwargs)
+
+
+def nonneg_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {n}")
+    return n
+
+
+def positive_int(value: str) -> int:
+    n = nonneg_int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
+    return n
+
+
+def redact_flag(parser: argparse.ArgumentParser) -> None:
+    """``--redact-secrets`` of a command that writes a data dir (docs/security.md)."""
+    setting(
+        parser,
+        "--redact-secrets",
+        choices=["off", "on", "store"],
+        help="secrets in the logs: on (never indexed or shown; default), store (also never"
+        " stored), off (upstream-exact output)",
+    )
+
+
+def data(p: argparse.ArgumentParser, help: str = "data directory") -> None:
+    setting(p, "--data", type=Path, help=help)
+
+
+def bootstrap(p: argparse.ArgumentParser, help: str = "Kafka bootstrap address host:port") -> None:
+    """The broker address and how to connect to it (TLS, SASL); the SASL password is
+    read from a file or ``SESSIONQ_SASL_PASSWORD``, never from the command line."""
+    setting(p, "--bootstrap", help=help)
+    setting(
+        p,
+        "--security-protocol",
+        choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+        help="how to connect to Kafka",
+    )
+    setting(
+        p,
+        "--sasl-mechanism",
+        choices=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+        help="SASL mechanism (SASL_* protocols)",
+    )
+    setting(p, "--sasl-username", help="SASL user name")
+    setting(p, "--sasl-password-file", type=Path, help="file holding the SASL password")
+    setting(p, "--ssl-cafile", type=Path, help="PEM CA bundle to trust")
+    setting(p, "--ssl-certfile", type=Path, help="PEM client certificate (mTLS)")
+    setting(p, "--ssl-keyfile", type=Path, help="PEM client key (mTLS)")
+
+
+def logs(p: argparse.ArgumentParser) -> None:
+    setting(p, "--log-format", choices=["text", "json"], help="log lines as text or JSON")
+    setting(p, "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level")
+
+
+def ops(p: argparse.ArgumentParser) -> None:
+    setting(p, "--metrics-listen", help="HOST:PORT for /metrics, /healthz, /readyz; empty disables")
+    logs(p)
+
+
+def log_format(p: argparse.ArgumentParser) -> None:
+    setting(
+        p,
+        "--format",
+        choices=list(SOURCE_FORMATS),
+        help="log format of the paths (auto: recognised per root and file)",
+    )
+
+
+def retention(p: argparse.ArgumentParser) -> None:
+    setting(
+        p, "--retain-days", type=positive_int, help="delete sessions whose newest event is older"
+    )
+
+
+def tool_limits(p: argparse.ArgumentParser) -> None:
+    setting(p, "--max-search-results", type=positive_int, help="most hits a search returns")
+    setting(p, "--search-timeout-ms", type=positive_int, help="time budget of the searches")
+    setting(p, "--max-timeout-ms", type=positive_int, help="cap on a request's timeout_ms")
+
+
+def indexer_snapshots(p: argparse.ArgumentParser) -> None:
+    """``sessionq indexer``'s periodic snapshots."""
+    setting(
+        p,
+        "--snapshot-every",
+        metavar="DURATION",
+        help="publish a snapshot this often (seconds, or 90s / 15m / 1h / 2d)",
+    )
+    setting(p, "--snapshot-to", help="where: a directory or s3://bucket/prefix")
+    setting(p, "--snapshot-keep", type=positive_int, help="complete snapshots kept there")

@@ -1,0 +1,317 @@
+"""The ``sessionq`` parser: every command and its flags, declared without loading any
+command's code (``worker.cli.flags``; ``worker.cli.commands`` names the function that
+runs each command, imported only when it runs).
+
+Each command is declared by its path (``"call"``, ``"topics create"``): the parser's
+namespace carries that path as ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from worker.cli import flags
+from worker.cli.flags import nonneg_int, positive_int, redact_flag, setting, setting_as
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[Any]"
+
+DESCRIPTION = (
+    "``sessionq`` command line: parse -> the role's settings -> run.\n\n"
+    "Every setting flag can also be set through an environment variable ``SESSIONQ_<FLAG>``\n"
+    "(upper case, dashes as underscores); an explicit flag wins. Flags carry no defaults:\n"
+    "the settings models (``indexer.settings``, ``worker.settings``) hold them, once.\n"
+)
+
+
+def command(sub: Subparsers, path: str, help: str) -> argparse.ArgumentParser:
+    """The parser of the command at ``path``: its last word under ``sub``."""
+    p: argparse.ArgumentParser = sub.add_parser(path.split()[-1], help=help)
+    p.set_defaults(run=path)
+    return p
+
+
+def _store_commands(sub: Subparsers) -> None:
+    p = command(
+        sub, "ingest", "index session logs (dsh, Claude Code, Codex, Gemini CLI, OpenCode, Copilot)"
+    )
+    p.add_argument("paths", nargs="+", help="session log files or directories")
+    flags.data(p)
+    flags.log_format(p)
+    setting(p, "--commit-every", type=positive_int, help="commit after this many events")
+    setting(
+        p,
+        "--jobs",
+        type=nonneg_int,
+        help="worker processes that read and plan the logs (0: one per CPU core; 1: none)",
+    )
+    redact_flag(p)
+
+    p = command(sub, "stats", "what a data directory holds")
+    flags.data(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = command(sub, "call", "call one tool as a caller session")
+    p.add_argument("tool", help="session_search, session_event_search, session_trace, ...")
+    p.add_argument("arguments", help="the tool arguments as a JSON object")
+    flags.data(p)
+    flags.bootstrap(p, "call through Kafka instead")
+    p.add_argument("--caller", required=True, help="the trusted caller session id")
+    p.add_argument(
+        "--step-seq", type=nonneg_int, default=None, help="seq of the caller's current step/start"
+    )
+    p.add_argument("--timeout-ms", type=nonneg_int, default=None, help="call deadline")
+    p.add_argument(
+        "--workspace", default=None, help="the caller's cwd, vouched for in its token (Kafka)"
+    )
+    setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
+    setting(p, "--key-id", help="the signing key's id in the workers' keyring")
+    p.add_argument("--json", action="store_true", help="print the reply envelope")
+    p.add_argument("--verbose", action="store_true", help="print internal diagnostics")
+
+    command(sub, "manifest", "print the prompt section and tool definitions")
+
+    p = command(sub, "demo-corpus", "write a demo dsh session root (make run uses it)")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--sessions", type=positive_int, default=24, help="number of sessions (>= 8)")
+    p.add_argument("--seed", type=int, default=7, help="random seed (same seed, same files)")
+
+
+def _kafka_commands(sub: Subparsers) -> None:
+    p = sub.add_parser("topics", help="Kafka topics")
+    tsub = p.add_subparsers(dest="topics_command", required=True)
+    tp = command(tsub, "topics create", "create sessionq's topics (idempotent)")
+    flags.bootstrap(tp)
+    setting(tp, "--partitions", type=positive_int, help="partitions of the keyed topics")
+    setting(tp, "--replication-factor", type=positive_int, help="replicas of every topic")
+    setting(
+        tp,
+        "--min-insync-replicas",
+        type=positive_int,
+        help="topic min.insync.replicas (broker default if unset)",
+    )
+    setting(
+        tp,
+        "--events-retention-days",
+        type=nonneg_int,
+        help="retention of the events topic in days (0: forever)",
+    )
+
+    p = command(sub, "indexer", "consume the events topic into a data directory")
+    flags.bootstrap(p)
+    flags.data(p)
+    flags.indexer_snapshots(p)
+    flags.retention(p)
+    redact_flag(p)
+    flags.ops(p)
+
+    p = command(sub, "worker", "answer tool calls from the requests topic")
+    flags.bootstrap(p)
+    flags.data(p)
+    setting(p, "--group", help="consumer group")
+    setting(
+        p,
+        "--reply-topics",
+        nargs="+",
+        metavar="PATTERN",
+        help="fnmatch patterns a request's reply_to must match (besides the replies topic)",
+    )
+    setting(p, "--keyring", type=Path, help="host public keys that may vouch for callers")
+    setting(
+        p,
+        "--insecure-unauthenticated-callers",
+        action="store_true",
+        help="answer requests without a caller token (trusted networks only)",
+    )
+    setting(
+        p,
+        "--wait-for-index",
+        action=argparse.BooleanOptionalAction,
+        help="join the group only after this data dir's indexer caught up once",
+    )
+    flags.tool_limits(p)
+    flags.ops(p)
+
+    p = command(
+        sub, "publish", "publish session logs (dsh, Claude Code, Codex) to the events topic"
+    )
+    p.add_argument("paths", nargs="+", help="session log files or dsh roots")
+    flags.bootstrap(p)
+    p.add_argument("--follow", action="store_true", help="keep publishing appended events")
+    flags.log_format(p)
+    flags.logs(p)
+
+
+def _keys_command(sub: Subparsers) -> None:
+    p = sub.add_parser("keys", help="caller-signing keys of hosts")
+    ksub = p.add_subparsers(dest="keys_command", required=True)
+    g = command(ksub, "keys generate", "a host key pair and its keyring entry")
+    g.add_argument("--kid", required=True, help="the key's id (the host's name)")
+    g.add_argument("--out", type=Path, required=True, help="directory for KID.key and KID.pub")
+    g.add_argument(
+        "--workspace",
+        action="append",
+        required=True,
+        help="a cwd prefix this host may speak for (repeat; '*' for every workspace)",
+    )
+    g.add_argument("--keyring", type=Path, default=None, help="add the entry to this keyring file")
+
+
+def _snapshot_command(sub: Subparsers) -> None:
+    p = sub.add_parser("snapshot", help="consistent copies of a data dir (directory or S3)")
+    ssub = p.add_subparsers(dest="snapshot_command", required=True)
+
+    c = command(ssub, "snapshot create", "snapshot a data dir, also while its indexer runs")
+    flags.data(c)
+    setting_as(
+        c, ["--to", "--snapshot-to"], "snapshot_to", help="a directory or s3://bucket/prefix"
+    )
+    setting_as(
+        c,
+        ["--keep", "--snapshot-keep"],
+        "snapshot_keep",
+        type=positive_int,
+        help="then keep only the newest N complete snapshots there",
+    )
+
+    r = command(ssub, "snapshot restore", "restore the newest snapshot into a data dir")
+    flags.data(r)
+    setting_as(
+        r,
+        ["--from", "--snapshot-from"],
+        "snapshot_from",
+        help="a snapshot, or a directory / s3:// prefix holding snapshots (newest is taken)",
+    )
+    r.add_argument("--force", action="store_true", help="replace a data dir that holds data")
+    r.add_argument(
+        "--if-empty",
+        action="store_true",
+        help="do nothing (exit 0) when the data dir holds data or no snapshot exists yet",
+    )
+
+
+def _delete_command(sub: Subparsers) -> None:
+    p = command(sub, "delete", "erase sessions (delete records, or a serve's admin API)")
+    p.add_argument("session_ids", nargs="+", metavar="SESSION_ID", help="sessions to erase")
+    flags.bootstrap(p)
+    flags.data(p, "a replica's data directory: finds each session's partition key")
+    p.add_argument(
+        "--workspace",
+        default=None,
+        help="the sessions' cwd (their partition key) when no --data is at hand",
+    )
+    setting(p, "--url", help="base URL of a running sessionq serve (embedded mode)")
+    setting(p, "--token-file", type=Path, help="file holding that serve's bearer token")
+
+
+def _node_command(sub: Subparsers) -> None:
+    p = command(
+        sub, "node", "a partitioned node: index and answer the partitions the group gives it"
+    )
+    flags.bootstrap(p)
+    flags.data(p, "data directory (one store per partition inside)")
+    setting(p, "--group", help="consumer group of the nodes")
+    setting(p, "--keyring", type=Path, help="host public keys that may vouch for callers")
+    setting(
+        p,
+        "--insecure-unauthenticated-callers",
+        action="store_true",
+        help="answer requests without a caller token (trusted networks only)",
+    )
+    setting(
+        p,
+        "--reply-topics",
+        nargs="+",
+        metavar="PATTERN",
+        help="fnmatch patterns a request's reply_to must match (besides the replies topic)",
+    )
+    setting(
+        p,
+        "--standby-replicas",
+        type=nonneg_int,
+        help="warm copies of other nodes' partitions to keep (failover within seconds)",
+    )
+    setting(p, "--snapshot-to", help="publish per-partition snapshots here (dir or s3://…)")
+    setting(
+        p,
+        "--snapshot-every",
+        metavar="DURATION",
+        help="publish snapshots this often (seconds, or 90s / 15m / 1h / 2d)",
+    )
+    setting(p, "--snapshot-keep", type=positive_int, help="complete snapshots kept per partition")
+    setting(p, "--snapshot-from", help="restore gained partitions without a store from here")
+    setting(
+        p,
+        "--session-timeout-ms",
+        type=positive_int,
+        help="a node silent this long loses its partitions",
+    )
+    flags.retention(p)
+    redact_flag(p)
+    flags.tool_limits(p)
+    flags.ops(p)
+
+
+def _mcp_command(sub: Subparsers) -> None:
+    p = command(sub, "mcp", "serve the five tools over MCP (stdio or Streamable HTTP)")
+    setting(p, "--transport", choices=["stdio", "http"], help="stdio or http")
+    flags.data(p, "data directory (embedded store)")
+    setting(p, "--sessions", nargs="+", type=Path, help="dsh roots or log files to ingest, watch")
+    flags.log_format(p)
+    flags.bootstrap(p, "answer through a Kafka cluster instead")
+    setting(p, "--listen", help="HTTP HOST:PORT (--transport http)")
+    setting(p, "--token-file", type=Path, help="file holding the HTTP bearer token")
+    setting(p, "--watch", choices=["auto", "poll"], help="file notifications (auto) or polling")
+    setting(p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)")
+    setting(p, "--caller", help="the caller session id (else discovered by working directory)")
+    setting(p, "--workspace", help="the caller's cwd, vouched for in its token (Kafka)")
+    setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
+    setting(p, "--key-id", help="the signing key's id in the workers' keyring")
+    redact_flag(p)
+    flags.tool_limits(p)
+    flags.logs(p)
+
+
+def _serve_command(sub: Subparsers) -> None:
+    p = command(sub, "serve", "embedded mode: ingest + watch logs, HTTP API, no broker")
+    setting(
+        p,
+        "--sessions",
+        nargs="+",
+        type=Path,
+        help="session roots (dsh, Claude Code, Codex) or files",
+    )
+    flags.log_format(p)
+    flags.data(p)
+    setting(p, "--listen", help="HTTP HOST:PORT")
+    setting(p, "--watch", choices=["auto", "poll"], help="file notifications (auto) or polling")
+    setting(p, "--token-file", type=Path, help="file holding the HTTP API's bearer token")
+    setting(p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)")
+    flags.retention(p)
+    redact_flag(p)
+    flags.tool_limits(p)
+    flags.logs(p)
+
+
+class _Parser(argparse.ArgumentParser):
+    """No abbreviated flags anywhere: ``--sasl-password X`` must not be taken for
+    ``--sasl-password-file X`` (a secret in argv, then echoed as a path)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="sessionq", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _store_commands(sub)
+    _kafka_commands(sub)
+    _keys_command(sub)
+    _snapshot_command(sub)
+    _delete_command(sub)
+    _node_command(sub)
+    _mcp_command(sub)
+    _serve_command(sub)
+    return parser
