@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from indexer.model.records import EventsRecord, HeaderRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
@@ -16,6 +17,13 @@ from tests.data_paths import CORPUS_DIR
 
 # The Kafka fixtures (one broker per session) for every directory that needs a broker.
 pytest_plugins = ("tests.kafka.fixtures",)
+
+# Property tests must not depend on the machine's speed: no per-example deadline and no
+# "too slow" health check (a loaded 2-core machine is slow, not wrong).
+settings.register_profile(
+    "sessionq", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("sessionq")
 
 SessionSpec = tuple[dict[str, Any], Sequence[dict[str, Any]]]
 StoreFactory = Callable[..., StoreQueryService]
