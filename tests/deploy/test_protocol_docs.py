@@ -24,13 +24,13 @@ from jsonschema import Draft202012Validator
 
 from indexer.errors import RecordRejectedError
 from indexer.kafka.client import InRecord
+from indexer.kafka.dead_letter import dead_letter
 from indexer.logs.envelope import ENVELOPE_KEYS
 from indexer.metrics import Metrics
 from indexer.model.header import SessionHeader
 from indexer.model.records import decode_record
 from indexer.query.service import StoreQueryService
 from indexer.settings import DLQ_TOPIC, EVENTS_TOPIC, REPLIES_TOPIC, REQUESTS_TOPIC
-from indexer.sources.kafka import dead_letter
 from indexer.store.records.store import Store
 from worker.contract.envelopes import (
     CancelRequest,
