@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import re
 import tomllib
 from collections.abc import Callable
@@ -21,9 +20,10 @@ from dataclasses import dataclass
 from importlib import metadata, resources
 from typing import Any, Final
 
-__all__ = ["CHECKS", "Rule", "load_rules", "ruleset_digest"]
+from indexer.redact.lent import LIBRARY, lent_patterns
 
-LIBRARY: Final = "detect-secrets"
+__all__ = ["CHECKS", "Rule", "lent_plugins", "load_rules", "ruleset_digest"]
+
 _DIGITS_OR_SYMBOLS = re.compile(r"[\d!@#%^&*~+/=]")
 _LETTERS = re.compile(r"[A-Za-z]")
 
@@ -69,10 +69,10 @@ class Rule:
 
 
 def _library_patterns(ref: str) -> tuple[re.Pattern[str], ...]:
-    """``module:Class:index`` (or ``:*``) -> the plugin's compiled denylist entries."""
-    module_name, class_name, which = ref.split(":")
-    plugin: Any = getattr(importlib.import_module(module_name), class_name)
-    denylist = tuple(plugin.denylist)
+    """``module:Class:index`` (or ``:*``) -> the plugin's compiled denylist entries
+    (``indexer.redact.lent``: kept as data, the library imported only when they are stale)."""
+    plugin_ref, _, which = ref.rpartition(":")
+    denylist = lent_patterns(plugin_ref)
     return denylist if which == "*" else (denylist[int(which)],)
 
 
@@ -100,6 +100,14 @@ def _rule(entry: dict[str, Any]) -> Rule:
 
 def _rules_file() -> bytes:
     return resources.files("indexer.redact").joinpath("rules.toml").read_bytes()
+
+
+def lent_plugins() -> list[str]:
+    """The ``module:Class`` of every library plugin ``rules.toml`` takes a pattern from."""
+    data = tomllib.loads(_rules_file().decode())
+    return sorted(
+        {str(e["pattern"]).rpartition(":")[0] for e in data["rules"] if "pattern" in e}
+    )
 
 
 @functools.cache
