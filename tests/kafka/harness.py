@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,14 +82,20 @@ class Topics:
 
 
 async def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    """The current end offset of every partition of ``topic``."""
+    """The current end offset of every partition of ``topic``. Never empty: a loaded broker
+    may answer a metadata request without a topic created a moment ago, and an empty answer
+    would make every "caught up" check true at once."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
     try:
+        deadline = time.monotonic() + 60
         parts = consumer.partitions_for_topic(topic)
-        if not parts:
+        while not parts:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topic {topic} has no partitions in the broker's metadata")
+            await asyncio.sleep(0.2)
             await consumer._client.force_metadata_update()
-            parts = consumer.partitions_for_topic(topic) or set()
+            parts = consumer.partitions_for_topic(topic)
         tps = [TopicPartition(topic, p) for p in sorted(parts)]
         ends = await consumer.end_offsets(tps)
         return {tp.partition: ends[tp] for tp in tps}
