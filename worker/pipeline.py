@@ -17,8 +17,9 @@ bottom as the steps:
    over Kafka, until the caller exists at all), within the deadline;
 5. slot and gate — a running slot (``worker.slots``: bounded overall and per workspace;
    a call waiting in step 4 holds none), then the tool's execution mode per caller:
-   searches exclusive, reads parallel; steps 6-8 then run in one worker thread
-   (``boundary.in_thread``), the call's only thread hand-off;
+   searches exclusive, reads parallel; steps 6-8 then run where the tool's
+   ``placement`` says: in one worker thread (``boundary.in_thread``, the call's only
+   thread hand-off), or on the loop for a tool of fixed bounded work;
 6. arguments — schema, then the rules upstream runs before resolving the caller
    (upstream validates arguments before the tool runs, SPEC §9.8);
 7. caller — resolved to its stored header (its ``cwd`` is the workspace, and must be
@@ -247,9 +248,12 @@ class Pipeline:
                 self.gates.run(caller_id, exclusive=tool.exclusive),
             ):
                 token.check()
-                text = await boundary.in_thread(
-                    lambda: self._execute(tool, call, token, principal)
-                )
+                if tool.placement == "loop":
+                    text = self._execute(tool, call, token, principal)
+                else:
+                    text = await boundary.in_thread(
+                        lambda: self._execute(tool, call, token, principal)
+                    )
             # 9. exactly one reply
             token.check()
             return ToolReply(output=text)
@@ -265,7 +269,7 @@ class Pipeline:
     def _execute(
         self, tool: Tool[Any], call: ToolCall, token: CancelToken, principal: Principal | None
     ) -> str:
-        """Steps 6-8, in the call's one worker thread."""
+        """Steps 6-8, in the call's one worker thread or on the loop (``placement``)."""
         # 6. arguments
         args = parse_arguments(tool, call.arguments)
         # 7. caller (in the workspace its host vouched for)

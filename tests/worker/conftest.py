@@ -18,6 +18,7 @@ from worker.contract.outcome import ToolReply
 from worker.limits import ToolLimits
 from worker.pipeline import Pipeline
 from worker.tools.access import Caller
+from worker.tools.registry import Tool, lookup
 
 CALLER_HEADER = header("caller", created_at=10)
 CALLER_EVENTS = [
@@ -97,11 +98,17 @@ class Gate:
     def __init__(self) -> None:
         self.started = threading.Event()
         self.release = threading.Event()
+        # set for a tool placed on the loop: nothing runs beside the held call there, so
+        # what would have happened meanwhile happens from inside it instead of a wait
+        self.meanwhile: Callable[[], None] | None = None
 
     def hold(self, result: Callable[[], Any]) -> Callable[..., Any]:
         def method(*_args: Any, **_kwargs: Any) -> Any:
             self.started.set()
-            assert self.release.wait(10)
+            if self.meanwhile is not None:
+                self.meanwhile()
+            else:
+                assert self.release.wait(10)
             return result()
 
         return method
@@ -118,8 +125,16 @@ class Gate:
 async def cancel_while_in_flight(
     harness: Harness, gate: Gate, reason: Any, tool: str, arguments: Any
 ) -> ToolReply:
-    """Start a call, cancel it while the gated service call runs, then let the service settle."""
+    """Start a call, cancel it while the gated service call runs, then let the service settle.
+
+    A tool placed on the loop (``Tool.placement``) blocks the loop for its whole run, so
+    its cancel is sent from inside the held service call, the only moment it can land
+    while that call is in flight."""
     token = CancelToken()
+    tool_found = lookup(tool)
+    if isinstance(tool_found, Tool) and tool_found.placement == "loop":
+        gate.meanwhile = lambda: token.cancel(reason)
+        return await harness.call(tool, arguments, token=token)
     task = asyncio.create_task(harness.call(tool, arguments, token=token))
     await gate.wait_started()
     token.cancel(reason)

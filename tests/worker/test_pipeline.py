@@ -182,18 +182,21 @@ class _CountingExecutor(ThreadPoolExecutor):
 
 
 @pytest.mark.parametrize(
-    ("tool", "arguments"),
+    ("tool", "arguments", "on_loop"),
     [
-        ("session_search", {"query": "needle"}),
-        ("session_event_search", {"session_id": "other", "query": "needle"}),
-        ("session_trace", {"session_id": "other"}),
-        ("session_event_trace", {"session_id": "other", "seq": 0}),
-        ("session_event_read", {"session_id": "other", "seq": 0, "after": 1}),
+        ("session_search", {"query": "needle"}, False),
+        ("session_event_search", {"session_id": "other", "query": "needle"}, False),
+        ("session_trace", {"session_id": "other"}, False),
+        ("session_event_trace", {"session_id": "other", "seq": 0}, True),
+        ("session_event_read", {"session_id": "other", "seq": 0, "after": 1}, True),
     ],
 )
-async def test_a_call_is_one_thread_hand_off_and_its_service_calls_run_off_the_loop(
-    make_harness: HarnessFactory, tool: str, arguments: dict[str, Any]
+async def test_a_call_runs_where_its_tool_is_placed_with_at_most_one_thread_hand_off(
+    make_harness: HarnessFactory, tool: str, arguments: dict[str, Any], on_loop: bool
 ) -> None:
+    """Searches and lineage walks (work that grows with the data) are one hand-off to a
+    worker thread, every service call off the loop; the bounded reads run on the loop
+    with none (``Tool.placement``)."""
     h = make_harness([(header("other", created_at=5), [user(0, "a needle"), user(1, "x")])])
     threads: set[int] = set()
     h.spy.scripted = {
@@ -206,8 +209,12 @@ async def test_a_call_is_one_thread_hand_off_and_its_service_calls_run_off_the_l
     reply = await h.call(tool, arguments)
     assert reply.error is None, reply.text
     assert len(h.spy.calls) >= 3  # caller, authorization, the payload, titles
-    assert executor.handed == 1
-    assert threads and threading.get_ident() not in threads
+    if on_loop:
+        assert executor.handed == 0
+        assert threads == {threading.get_ident()}
+    else:
+        assert executor.handed == 1
+        assert threads and threading.get_ident() not in threads
 
 
 def _recording(method: Any, threads: set[int]) -> Any:

@@ -7,8 +7,9 @@ before and after each call and wins over the call's own outcome, unlogged.
 
 Service methods are synchronous, and so is a tool's whole run (authorization, its
 service calls, rendering): ``in_thread`` hands it to a worker thread once, so the event
-loop keeps serving cancel records and other requests meanwhile, and ``call`` wraps each
-service call inside it. A started run is always awaited to completion: threads cannot
+loop keeps serving cancel records and other requests meanwhile (a tool of fixed bounded
+work runs on the loop instead: ``Tool.placement``), and ``call`` wraps each service
+call inside it. A started run is always awaited to completion: threads cannot
 be interrupted, which is exactly upstream's "wait for the service to settle"; the token
 is checked around every service call, from the running thread.
 """

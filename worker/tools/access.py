@@ -6,8 +6,8 @@ check that needs the store goes through the boundary, and every observation that
 carries a header is re-checked, so a session that changed workspace between the
 preflight and the read is still refused. Refusals never name a session.
 
-These run inside a tool's one thread hand-off (``boundary.in_thread``): each is plain
-synchronous code around ``boundary.call``.
+These run inside a tool's run (in its one thread hand-off, ``boundary.in_thread``, or
+on the loop: ``Tool.placement``): each is plain synchronous code around ``boundary.call``.
 """
 
 from __future__ import annotations

@@ -63,5 +63,6 @@ def run(
 
 
 TOOL: Tool[EventReadArgs] = Tool(
-    "session_event_read", parse, run, mode="parallel", budget="read", card=card
+    "session_event_read", parse, run, mode="parallel", budget="read", card=card,
+    placement="loop",
 )

@@ -51,5 +51,6 @@ def run(
 
 
 TOOL: Tool[EventTraceArgs] = Tool(
-    "session_event_trace", parse, run, mode="parallel", budget="read", card=card
+    "session_event_trace", parse, run, mode="parallel", budget="read", card=card,
+    placement="loop",
 )

@@ -2,8 +2,8 @@
 
 A ``Tool`` carries everything about one tool in one place: its name, how schema-valid
 arguments become its typed argument model, how it runs (authorization → query →
-rendering, SPEC §9.8), its execution mode (SPEC §9.1), its time budget, and its
-pending-call card. Every name set, the manifest and
+rendering, SPEC §9.8), its execution mode (SPEC §9.1), its time budget, where it
+runs, and its pending-call card. Every name set, the manifest and
 the pipeline derive from ``TOOLS``; registration order is the order of the tool
 definitions in ``schemas.json`` (the manifest's order).
 """
@@ -23,6 +23,7 @@ from worker.tools.access import ResolvedCaller
 ArgsT = TypeVar("ArgsT")
 Mode = Literal["exclusive", "parallel"]
 Budget = Literal["search", "read"]
+Placement = Literal["loop", "thread"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +40,16 @@ class Tool(Generic[ArgsT]):
 
     ``parse`` builds the typed arguments from schema-valid JSON and applies the rules
     upstream runs before resolving the caller (raises ``HarnessError``). ``run`` is
-    synchronous: the pipeline runs it, with the argument and caller steps, in one worker
-    thread (``boundary.in_thread``). ``budget``:
-    ``search`` tools are bounded by ``searchTimeoutMs``, ``read`` tools only by the
-    deployment's request cap. ``card`` is the host's pending-call presentation.
+    synchronous: the pipeline runs it with the argument and caller steps where
+    ``placement`` says. ``thread``: in one worker thread (``boundary.in_thread``), so
+    the loop serves cancels and other requests meanwhile — for tools whose work grows
+    with the data (searches, lineage walks). ``loop``: on the event loop itself — only
+    for tools whose work has a fixed bound (one event; a window of at most
+    ``readWindowMax`` events each side), where a thread hand-off (two context switches
+    and the GIL passed back and forth, ~0.1-1 ms of CPU on a small VM) costs more than
+    the read. ``budget``: ``search`` tools are bounded by ``searchTimeoutMs``, ``read``
+    tools only by the deployment's request cap. ``card`` is the host's pending-call
+    presentation.
     """
 
     name: str
@@ -51,6 +58,7 @@ class Tool(Generic[ArgsT]):
     mode: Mode
     budget: Budget
     card: Callable[[dict[str, Any]], dict[str, Any]]
+    placement: Placement = "thread"
 
     @property
     def exclusive(self) -> bool:
