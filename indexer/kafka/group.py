@@ -10,13 +10,13 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import TopicAuthorizationFailedError
-from aiokafka.structs import OffsetAndMetadata
 
 from indexer.errors import KafkaAccessError
 from indexer.kafka.client import (
     InRecord,
     Producer,
     assign_all,
+    commit_owned,
     connection_options,
     kafka_access,
     stop_client,
@@ -79,14 +79,7 @@ class GroupSource:
     async def commit(self, offsets: dict[int, int]) -> None:
         """Commit next offsets per partition (only partitions this member still owns)."""
         owned = {tp.partition for tp in self._consumer.assignment()}
-        todo = {
-            TopicPartition(self.topic, p): OffsetAndMetadata(o, "")
-            for p, o in offsets.items()
-            if p in owned
-        }
-        if todo:
-            async with kafka_access(self.kafka):
-                await self._consumer.commit(todo)
+        await commit_owned(self._consumer, self.kafka, self.topic, owned, offsets)
 
     def assignment(self) -> list[int]:
         return sorted(tp.partition for tp in self._consumer.assignment())

@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
-from aiokafka.structs import OffsetAndMetadata
 
 from indexer.kafka.assignor import CoPartitionAssignor, LocalState
 from indexer.kafka.client import (
     LAG_TIMEOUT_S,
     InRecord,
+    commit_owned,
     connection_options,
     kafka_access,
     stop_client,
@@ -142,14 +142,7 @@ class NodeGroup:
     async def commit(self, offsets: dict[int, int]) -> None:
         """Commit next request offsets (only partitions this member still owns)."""
         owned = set(self.assignment())
-        todo = {
-            TopicPartition(self.topic, p): OffsetAndMetadata(o, "")
-            for p, o in offsets.items()
-            if p in owned
-        }
-        if todo:
-            async with kafka_access(self.kafka):
-                await self._consumer.commit(todo)
+        await commit_owned(self._consumer, self.kafka, self.topic, owned, offsets)
 
     async def lag(self) -> dict[int, int]:
         """Requests not yet committed, per owned partition."""
