@@ -180,7 +180,12 @@ def serve_block(side: Side, calls: Sequence[Call]) -> float:
 
 
 # ---- kafka --------------------------------------------------------------------------------------
-def start_worker(side: Side, procs: Procs, tmp: Path, bootstrap: str) -> None:
+def start_worker(
+    side: Side, procs: Procs, tmp: Path, bootstrap: str, *, group: str | None = None
+) -> None:
+    """``side``'s worker (or the echo worker) on ``side.topic``, in ``group`` (default:
+    one group per topic)."""
+    group = group or f"bench-cpu-{side.topic}"
     log_path = tmp / f"worker-{side.name}.log"
     auth = (
         ["--keyring", str(side.keyring)]
@@ -189,7 +194,7 @@ def start_worker(side: Side, procs: Procs, tmp: Path, bootstrap: str) -> None:
     )
     if side.name == "echo":  # the transport floor: sessionq's Worker over a no-op pipeline
         cmd = [sys.executable, str(ROOT / "bench" / "bench_kafka.py"), "_echo", bootstrap]
-        env = {"SESSIONQ_REQUESTS_TOPIC": side.topic, "BENCH_GROUP": f"bench-cpu-{side.topic}"}
+        env = {"SESSIONQ_REQUESTS_TOPIC": side.topic, "BENCH_GROUP": group}
         side.proc = procs.start(cmd, log_path=log_path, env=env)
         return
     cmd = [
@@ -200,7 +205,7 @@ def start_worker(side: Side, procs: Procs, tmp: Path, bootstrap: str) -> None:
         "--data",
         str(side.data),
         "--group",
-        f"bench-cpu-{side.topic}",
+        group,
         *auth,
         "--metrics-listen",
         "127.0.0.1:0",
