@@ -155,6 +155,14 @@ async def start_group(
     return group
 
 
+async def stop_group(group: Group, procs: Procs, groups: list[Group]) -> None:
+    """Its client, then its workers (SIGTERM); off the list of groups to clean up."""
+    await group.client.stop()
+    for p in group.procs:
+        procs.stop(p)
+    groups.remove(group)
+
+
 async def closed_run(group: Group, calls: list[Call], args: argparse.Namespace) -> dict[str, Any]:
     """One closed-loop run: requests/s, CPU per request, latency, unexpected replies."""
     wl = MixWorkload(calls)
@@ -276,11 +284,8 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
                 )
 
         if "workers" in args.phases:
-            for g in groups:
-                await g.client.stop()
-                for p in g.procs:
-                    procs.stop(p)
-            groups.clear()
+            for g in list(groups):
+                await stop_group(g, procs, groups)
             scale: dict[str, dict[str, Any]] = {}
             for n in args.workers:
                 g = await start_group(sides[0], n, procs, tmp, broker.bootstrap, kafka)
@@ -291,10 +296,7 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
                     key=lambda x: x["rps"],
                 )
                 scale[str(n)] = best
-                await g.client.stop()
-                for p in g.procs:
-                    procs.stop(p)
-                groups.remove(g)
+                await stop_group(g, procs, groups)
                 log(f"{n} worker process(es): {best['rps']:.1f} req/s")
             results["workers"] = scale
             lines.append(f"this tree, N worker processes on one data dir (best of {args.repeats}):")
