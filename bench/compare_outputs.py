@@ -133,7 +133,8 @@ def child(data: Path, out: Path) -> int:
     try:
         from indexer.sources.files import ingest_files
         from indexer.store.records.store import Store
-    except ModuleNotFoundError:  # a checkout older than the record-path layout
+    except ImportError:  # a checkout older than the record-path layout (this tree is on
+        # sys.path too, so its newer module may be found and fail on the old package)
         from indexer.ingest import ingest_files  # type: ignore[import-not-found,no-redef]
         from indexer.store.data_dir import Store  # type: ignore[import-not-found,no-redef]
     from worker.tools.access import Caller
