@@ -496,16 +496,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.ways = args.ways.split(",")
     log(f"bench_cpu: ways {args.ways}, {args.rounds} rounds x {args.per_tool} calls per tool")
     results = asyncio.run(amain(args))
+    print_and_save(results, args.out, extra=f"; load per round {results['load']}")
+    return 0
+
+
+def print_and_save(results: dict[str, Any], out: Path, *, extra: str = "") -> None:
+    """The machine line and the report on stdout, the whole results as JSON at ``out``."""
     m = results["machine"]
     print(
         f"machine: nproc={m['nproc']} ram={m['ram_gib']} GiB python={m['python']}; "
-        f"code {results['code'].get('git_head')}; baseline {results['baseline_src']}; "
-        f"load per round {results['load']}"
+        f"code {results['code'].get('git_head')}; baseline {results['baseline_src']}{extra}"
     )
     print("\n".join(results["report"]))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1, default=str))
-    return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, default=str))
 
 
 if __name__ == "__main__":

@@ -248,7 +248,7 @@ class Pipeline:
                 self.gates.run(caller_id, exclusive=tool.exclusive),
             ):
                 token.check()
-                if tool.placement == "loop":
+                if tool.on_loop:
                     text = self._execute(tool, call, token, principal)
                 else:
                     text = await boundary.in_thread(

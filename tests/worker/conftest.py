@@ -132,7 +132,7 @@ async def cancel_while_in_flight(
     while that call is in flight."""
     token = CancelToken()
     tool_found = lookup(tool)
-    if isinstance(tool_found, Tool) and tool_found.placement == "loop":
+    if isinstance(tool_found, Tool) and tool_found.on_loop:
         gate.meanwhile = lambda: token.cancel(reason)
         return await harness.call(tool, arguments, token=token)
     task = asyncio.create_task(harness.call(tool, arguments, token=token))

@@ -64,6 +64,10 @@ class Tool(Generic[ArgsT]):
     def exclusive(self) -> bool:
         return self.mode == "exclusive"
 
+    @property
+    def on_loop(self) -> bool:
+        return self.placement == "loop"
+
 
 def _registry() -> dict[str, Tool[Any]]:
     from worker.tools import event_read, event_search, event_trace, session_search, session_trace
