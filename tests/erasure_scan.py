@@ -6,7 +6,10 @@ still stored and require it to be found.
 
 * ``marker()`` makes text that survives Tantivy's LZ4 doc store as a literal: upper-case
   letters from a small alphabet that log text hardly uses, no four-letter group twice
-  (LZ4 would replace a repeat by a back-reference and split the text).
+  (LZ4 would replace a repeat by a back-reference and split the text), and a first and a
+  last letter no other marker of the test has (LZ4 extends a match as far as the bytes
+  agree, so a marker that began like one stored before it, behind the same bytes, would
+  lose its first letters to that match: ``tests/indexer/test_erasure_scan.py``).
 * ``cell_values`` reads every stored value of every SQLite table, so the exact stored
   bytes of a session's rows (raw JSON, or compressed blocks) are known before a delete;
   ``unique_fragments`` cuts them into short pieces found in no other value (a long value
@@ -27,12 +30,24 @@ MIN_VALUE_BYTES = 32
 
 
 def marker(rng: random.Random, length: int = 32, avoid: Iterable[str] = ()) -> str:
-    """Random text no four-letter group of which repeats, in itself or in ``avoid``."""
-    taken = {m[i : i + 4] for m in avoid for i in range(len(m) - 3)}
+    """Random text no four-letter group of which repeats, in itself or in ``avoid``, and
+    whose first and last letters differ from those of every marker in ``avoid`` (so at
+    most ``len(MARKER_ALPHABET)`` markers can be told apart)."""
+    others = [m for m in avoid if m]
+    taken = {m[i : i + 4] for m in others for i in range(len(m) - 3)}
+    firsts = {m[0] for m in others}
+    lasts = {m[-1] for m in others}
+    if len(firsts) >= len(MARKER_ALPHABET) or len(lasts) >= len(MARKER_ALPHABET):
+        raise ValueError(f"no marker can differ from {len(others)} others")
     while True:
         text = "".join(rng.choice(MARKER_ALPHABET) for _ in range(length))
         grams = [text[i : i + 4] for i in range(length - 3)]
-        if len(set(grams)) == len(grams) and not taken.intersection(grams):
+        if (
+            text[0] not in firsts
+            and text[-1] not in lasts
+            and len(set(grams)) == len(grams)
+            and not taken.intersection(grams)
+        ):
             return text
 
 
