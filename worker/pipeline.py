@@ -17,9 +17,9 @@ bottom as the steps:
    over Kafka, until the caller exists at all), within the deadline;
 5. slot and gate — a running slot (``worker.slots``: bounded overall and per workspace;
    a call waiting in step 4 holds none), then the tool's execution mode per caller:
-   searches exclusive, reads parallel; steps 6-8 then run where the tool's
-   ``placement`` says: in one worker thread (``boundary.in_thread``, the call's only
-   thread hand-off), or on the loop for a tool of fixed bounded work;
+   searches exclusive, reads parallel; steps 6-8 then run on the loop, or in one
+   worker thread (``boundary.in_thread``, the call's only thread hand-off) for a tool
+   placed there while another call is in flight (``Pipeline._placed_on_loop``);
 6. arguments — schema, then the rules upstream runs before resolving the caller
    (upstream validates arguments before the tool runs, SPEC §9.8);
 7. caller — resolved to its stored header (its ``cwd`` is the workspace, and must be
@@ -160,6 +160,7 @@ class Pipeline:
         self.gates = ExecutionGates()
         self._context = ToolContext(service, self.limits.max_search_results)
         self.in_flight = InFlight(bound=authenticator is not None)
+        self._running = 0  # calls between step 3 and their reply (``_placed_on_loop``)
 
     def deadline(self, tool: object, timeout_ms: Any, sent_ms: float | None = None) -> Deadline:
         """Step 2 for a call not made yet: a transport that shows the deadline (MCP
@@ -218,9 +219,11 @@ class Pipeline:
             else:
                 self.in_flight.start(call.id, call_token, principal)
                 self._count_in_flight(+1)
+                self._running += 1
                 try:
                     reply = await self._run(call, found, call_token, principal)
                 finally:
+                    self._running -= 1
                     if share is not None:
                         share.release()
                     self.in_flight.finish(call.id, call_token)
@@ -248,7 +251,7 @@ class Pipeline:
                 self.gates.run(caller_id, exclusive=tool.exclusive),
             ):
                 token.check()
-                if tool.on_loop:
+                if self._placed_on_loop(tool):
                     text = self._execute(tool, call, token, principal)
                 else:
                     text = await boundary.in_thread(
@@ -265,6 +268,16 @@ class Pipeline:
             raise
         except BaseException as error:  # a bug must still produce one safe reply
             return self._failed(token, boundary.sanitize("tool execution", error))
+
+    def _placed_on_loop(self, tool: Tool[Any]) -> bool:
+        """Where steps 6-8 run: a tool placed on the loop runs there; a thread-placed one
+        too while its call is the only one in flight. A hand-off lets the loop serve the
+        other calls meanwhile (and Tantivy search beside them, without the GIL), but costs
+        0.1-0.4 ms of CPU on a small VM (two wake-ups across cores, the GIL passed back
+        and forth: ``bench/README.md``), more than a small search itself; with no other
+        call to serve it buys nothing but that a call arriving meanwhile starts at once,
+        where now it waits for this one's end (one search: milliseconds)."""
+        return tool.on_loop or self._running <= 1
 
     def _execute(
         self, tool: Tool[Any], call: ToolCall, token: CancelToken, principal: Principal | None

@@ -4,9 +4,10 @@ service, replaces) individual query-service methods."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from tests.builders import header, plain, user
 from worker.contract.deadline import CancelToken
 from worker.contract.outcome import ToolReply
 from worker.limits import ToolLimits
-from worker.pipeline import Pipeline
+from worker.pipeline import Pipeline, ToolCall
 from worker.tools.access import Caller
 from worker.tools.registry import Tool, lookup
 
@@ -122,6 +123,28 @@ class Gate:
             await asyncio.sleep(0.005)
 
 
+@contextlib.asynccontextmanager
+async def beside_another_call(harness: Harness, timeout: float = 10.0) -> AsyncIterator[None]:
+    """Keep one other call in flight for the block, so that a call of a thread-placed tool
+    started in it is handed to a worker thread (alone it runs on the loop: the pipeline's
+    step 5): a trace waiting (step 4) for its caller's log to reach a seq it never
+    reaches. It holds no slot or gate, and is cancelled when the block ends."""
+    waiting = ToolCall("beside", "session_trace", {}, Caller("caller"), min_seq=1 << 40)
+    polls = len(harness.spy.calls_to("last_seq"))
+    task = asyncio.create_task(harness.tools.answer(waiting))
+    deadline = time.monotonic() + timeout
+    while len(harness.spy.calls_to("last_seq")) <= polls:  # it is waiting in step 4
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"the other call never started waiting within {timeout:.0f} s")
+        await asyncio.sleep(0.005)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def cancel_while_in_flight(
     harness: Harness, gate: Gate, reason: Any, tool: str, arguments: Any
 ) -> ToolReply:
@@ -129,22 +152,24 @@ async def cancel_while_in_flight(
 
     A tool placed on the loop (``Tool.placement``) blocks the loop for its whole run, so
     its cancel is sent from inside the held service call, the only moment it can land
-    while that call is in flight."""
+    while that call is in flight. A thread-placed tool's call runs beside another call,
+    so that it is handed to a worker thread and the cancel comes from the loop."""
     token = CancelToken()
     tool_found = lookup(tool)
     if isinstance(tool_found, Tool) and tool_found.on_loop:
         gate.meanwhile = lambda: token.cancel(reason)
         return await harness.call(tool, arguments, token=token)
-    task = asyncio.create_task(harness.call(tool, arguments, token=token))
-    await gate.wait_started()
-    token.cancel(reason)
-    # Nothing is expected to happen here: the call must stay pending until the service
-    # settles. Watch the task for a short window; a wrong implementation that replies
-    # early ends the wait at once instead of after a fixed sleep.
-    await asyncio.wait({task}, timeout=SETTLE_WINDOW_S)
-    assert not task.done(), "the call must wait for the service to settle"
-    gate.release.set()
-    return await task
+    async with beside_another_call(harness):
+        task = asyncio.create_task(harness.call(tool, arguments, token=token))
+        await gate.wait_started()
+        token.cancel(reason)
+        # Nothing is expected to happen here: the call must stay pending until the service
+        # settles. Watch the task for a short window; a wrong implementation that replies
+        # early ends the wait at once instead of after a fixed sleep.
+        await asyncio.wait({task}, timeout=SETTLE_WINDOW_S)
+        assert not task.done(), "the call must wait for the service to settle"
+        gate.release.set()
+        return await task
 
 
 def log_text(caplog: pytest.LogCaptureFixture) -> str:

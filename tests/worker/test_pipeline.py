@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.builders import header, user
 from tests.tool_names import unknown_tool_message
-from tests.worker.conftest import Harness, HarnessFactory
+from tests.worker.conftest import Harness, HarnessFactory, beside_another_call
 from worker.contract.deadline import CancelToken, Deadline
 from worker.contract.outcome import ToolReply
 from worker.limits import ToolLimits
@@ -181,6 +182,7 @@ class _CountingExecutor(ThreadPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
+@pytest.mark.parametrize("beside", [False, True], ids=["alone", "beside-another-call"])
 @pytest.mark.parametrize(
     ("tool", "arguments", "on_loop"),
     [
@@ -192,24 +194,30 @@ class _CountingExecutor(ThreadPoolExecutor):
     ],
 )
 async def test_a_call_runs_where_its_tool_is_placed_with_at_most_one_thread_hand_off(
-    make_harness: HarnessFactory, tool: str, arguments: dict[str, Any], on_loop: bool
+    make_harness: HarnessFactory,
+    tool: str,
+    arguments: dict[str, Any],
+    on_loop: bool,
+    beside: bool,
 ) -> None:
     """Searches and lineage walks (work that grows with the data) are one hand-off to a
-    worker thread, every service call off the loop; the bounded reads run on the loop
-    with none (``Tool.placement``)."""
+    worker thread, every service call off the loop, while another call is in flight;
+    alone, and for the bounded reads always, a call runs on the loop with none
+    (``Tool.placement``, the pipeline's step 5)."""
     h = make_harness([(header("other", created_at=5), [user(0, "a needle"), user(1, "x")])])
-    threads: set[int] = set()
-    h.spy.scripted = {
-        name: _recording(h.real(name), threads)
-        for name in ("get_session", "filter_sessions", "read_title_snapshots")
-    }
     loop = asyncio.get_running_loop()
     executor = _CountingExecutor()
     loop.set_default_executor(executor)
-    reply = await h.call(tool, arguments)
+    async with beside_another_call(h) if beside else contextlib.nullcontext():
+        threads: set[int] = set()
+        h.spy.scripted = {
+            name: _recording(h.real(name), threads)
+            for name in ("get_session", "filter_sessions", "read_title_snapshots")
+        }
+        reply = await h.call(tool, arguments)
     assert reply.error is None, reply.text
     assert len(h.spy.calls) >= 3  # caller, authorization, the payload, titles
-    if on_loop:
+    if on_loop or not beside:
         assert executor.handed == 0
         assert threads == {threading.get_ident()}
     else:

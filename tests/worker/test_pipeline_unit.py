@@ -20,7 +20,7 @@ import pytest
 from indexer.metrics import Metrics
 from tests.builders import header
 from tests.tool_names import unknown_tool_message
-from tests.worker.conftest import Gate, Harness, HarnessFactory
+from tests.worker.conftest import Gate, Harness, HarnessFactory, beside_another_call
 from worker.cancels import EARLY_CANCELS
 from worker.contract.envelopes import CallerRef, ToolRequest
 from worker.contract.errors import HarnessError
@@ -290,13 +290,14 @@ async def test_cancel_while_the_service_runs_waits_for_it_and_wins(
     real = h.real("trace_session")
     h.spy.scripted["trace_session"] = gate.hold(lambda: real("caller"))
     call = ToolCall("r1", "session_trace", {}, Caller("caller"))
-    task = asyncio.create_task(h.tools.answer(call))
-    await gate.wait_started()
-    h.tools.cancel("r1", "stop")
-    await asyncio.wait({task}, timeout=0.05)
-    assert not task.done(), "the call must wait for the service to settle"
-    gate.release.set()
-    reply = await asyncio.wait_for(task, WAIT_S)
+    async with beside_another_call(h):  # so the trace runs in a worker thread
+        task = asyncio.create_task(h.tools.answer(call))
+        await gate.wait_started()
+        h.tools.cancel("r1", "stop")
+        await asyncio.wait({task}, timeout=0.05)
+        assert not task.done(), "the call must wait for the service to settle"
+        gate.release.set()
+        reply = await asyncio.wait_for(task, WAIT_S)
     assert error_of(reply) == ("TOOL_CANCELLED", "tool call was cancelled")
     assert reply.cancel_reason == "stop"
 
@@ -413,6 +414,11 @@ async def test_exclusive_tools_of_one_caller_are_serialized(make_harness: Harnes
     h = make_harness([(header("other"), []), (header("peer"), [])], live=("caller", "other"))
     slow = SlowSearch(h.real("search_sessions"), "caller")
     h.spy.scripted["search_sessions"] = slow
+    async with beside_another_call(h):  # so the held search runs in a worker thread
+        await _serialized(h, slow)
+
+
+async def _serialized(h: Harness, slow: SlowSearch) -> None:
     first = asyncio.create_task(h.call("session_search", {"query": "needle"}))
     await slow.gate.wait_started()
 
@@ -444,14 +450,15 @@ async def test_parallel_reads_of_one_caller_run_together(make_harness: HarnessFa
     h = make_harness()
     real = h.real("trace_session")
     h.spy.scripted["trace_session"] = gate.hold(lambda: real("caller"))
-    first = asyncio.create_task(h.call("session_trace", {}))
-    await gate.wait_started()
-    # A second read of the same caller runs its service calls while the first is held.
-    read = await asyncio.wait_for(h.call("session_event_read", {"seq": 1}), WAIT_S)
-    assert read.ok, read.text
-    assert not first.done()
-    gate.release.set()
-    assert (await asyncio.wait_for(first, WAIT_S)).ok
+    async with beside_another_call(h):  # so the held trace runs in a worker thread
+        first = asyncio.create_task(h.call("session_trace", {}))
+        await gate.wait_started()
+        # A second read of the same caller runs its service calls while the first is held.
+        read = await asyncio.wait_for(h.call("session_event_read", {"seq": 1}), WAIT_S)
+        assert read.ok, read.text
+        assert not first.done()
+        gate.release.set()
+        assert (await asyncio.wait_for(first, WAIT_S)).ok
     assert h.tools.gates._gates == {}
 
 

@@ -41,13 +41,14 @@ class Tool(Generic[ArgsT]):
     ``parse`` builds the typed arguments from schema-valid JSON and applies the rules
     upstream runs before resolving the caller (raises ``HarnessError``). ``run`` is
     synchronous: the pipeline runs it with the argument and caller steps where
-    ``placement`` says. ``thread``: in one worker thread (``boundary.in_thread``), so
-    the loop serves cancels and other requests meanwhile — for tools whose work grows
-    with the data (searches, lineage walks). ``loop``: on the event loop itself — only
+    ``placement`` says. ``thread``: in one worker thread (``boundary.in_thread``) while
+    other calls are in flight, so the loop serves cancels and those calls meanwhile —
+    for tools whose work grows with the data (searches, lineage walks); a call alone
+    runs on the loop (``Pipeline._placed_on_loop``). ``loop``: on the event loop always —
     for tools whose work has a fixed bound (one event; a window of at most
-    ``readWindowMax`` events each side), where a thread hand-off (two context switches
-    and the GIL passed back and forth, ~0.1-1 ms of CPU on a small VM) costs more than
-    the read. ``budget``: ``search`` tools are bounded by ``searchTimeoutMs``, ``read``
+    ``readWindowMax`` events each side), where a thread hand-off (two wake-ups across
+    cores and the GIL passed back and forth, ~0.1-0.4 ms of CPU on a small VM) costs
+    more than the read. ``budget``: ``search`` tools are bounded by ``searchTimeoutMs``, ``read``
     tools only by the deployment's request cap. ``card`` is the host's pending-call
     presentation.
     """
