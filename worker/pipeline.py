@@ -19,7 +19,8 @@ bottom as the steps:
    a call waiting in step 4 holds none), then the tool's execution mode per caller:
    searches exclusive, reads parallel; steps 6-8 then run on the loop, or in one
    worker thread (``boundary.in_thread``, the call's only thread hand-off) for a tool
-   placed there while another call is in flight (``Pipeline._placed_on_loop``);
+   placed there while another call is in flight or when its recent runs were long
+   (``Pipeline._placed_on_loop``);
 6. arguments — schema, then the rules upstream runs before resolving the caller
    (upstream validates arguments before the tool runs, SPEC §9.8);
 7. caller — resolved to its stored header (its ``cwd`` is the workspace, and must be
@@ -66,6 +67,8 @@ if TYPE_CHECKING:  # annotations only: a call without a keyring or metrics loads
 RYW_POLL_S: Final = 0.01  # first poll of a waiting call; the interval grows to RYW_POLL_MAX_S
 RYW_POLL_MAX_S: Final = 0.25
 MAX_CLOCK_SKEW_MS: Final = 5000  # how far ahead of this clock a request may say it was sent
+LOOP_RUN_MAX_S: Final = 0.005  # a tool whose recent runs took longer is handed to a thread
+RECENT_WEIGHT: Final = 0.25  # the weight of a run's time in its tool's recent run time
 _PASSTHROUGH: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 
 
@@ -161,6 +164,7 @@ class Pipeline:
         self._context = ToolContext(service, self.limits.max_search_results)
         self.in_flight = InFlight(bound=authenticator is not None)
         self._running = 0  # calls between step 3 and their reply (``_placed_on_loop``)
+        self._recent: dict[str, float] = {}  # tool -> recent run time, s (``_timed``)
 
     def deadline(self, tool: object, timeout_ms: Any, sent_ms: float | None = None) -> Deadline:
         """Step 2 for a call not made yet: a transport that shows the deadline (MCP
@@ -252,10 +256,10 @@ class Pipeline:
             ):
                 token.check()
                 if self._placed_on_loop(tool):
-                    text = self._execute(tool, call, token, principal)
+                    text = self._timed(tool, call, token, principal)
                 else:
                     text = await boundary.in_thread(
-                        lambda: self._execute(tool, call, token, principal)
+                        lambda: self._timed(tool, call, token, principal)
                     )
             # 9. exactly one reply
             token.check()
@@ -271,13 +275,31 @@ class Pipeline:
 
     def _placed_on_loop(self, tool: Tool[Any]) -> bool:
         """Where steps 6-8 run: a tool placed on the loop runs there; a thread-placed one
-        too while its call is the only one in flight. A hand-off lets the loop serve the
-        other calls meanwhile (and Tantivy search beside them, without the GIL), but costs
-        0.1-0.4 ms of CPU on a small VM (two wake-ups across cores, the GIL passed back
-        and forth: ``bench/README.md``), more than a small search itself; with no other
-        call to serve it buys nothing but that a call arriving meanwhile starts at once,
-        where now it waits for this one's end (one search: milliseconds)."""
-        return tool.on_loop or self._running <= 1
+        too while its call is the only one in flight and the tool's recent runs were
+        short (``LOOP_RUN_MAX_S``). A hand-off lets the loop serve other calls meanwhile
+        (and Tantivy search beside them, without the GIL) but costs 0.2-0.6 ms of CPU on
+        a small VM (two wake-ups across cores, the GIL passed back and forth, the call's
+        data cold in the other core's cache: ``bench/bench_handoff.py``), more than a
+        small search itself. With no other call to serve, a short call on the loop only
+        makes a call arriving meanwhile wait for its end; a long one (a search of a large
+        index) is worth the hand-off, which keeps the loop free for what arrives."""
+        if tool.on_loop:
+            return True
+        return self._running <= 1 and self._recent.get(tool.name, 0.0) < LOOP_RUN_MAX_S
+
+    def _timed(
+        self, tool: Tool[Any], call: ToolCall, token: CancelToken, principal: Principal | None
+    ) -> str:
+        """``_execute``, its wall time folded into the tool's recent run time (an
+        exponentially weighted mean). Two threads folding at once may lose one run's
+        time: the mean is a placement hint, not a measure."""
+        started = time.perf_counter()
+        try:
+            return self._execute(tool, call, token, principal)
+        finally:
+            took = time.perf_counter() - started
+            recent = self._recent.get(tool.name, took)
+            self._recent[tool.name] = recent + (took - recent) * RECENT_WEIGHT
 
     def _execute(
         self, tool: Tool[Any], call: ToolCall, token: CancelToken, principal: Principal | None

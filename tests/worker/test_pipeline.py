@@ -19,7 +19,7 @@ from tests.worker.conftest import Harness, HarnessFactory, beside_another_call
 from worker.contract.deadline import CancelToken, Deadline
 from worker.contract.outcome import ToolReply
 from worker.limits import ToolLimits
-from worker.pipeline import deadline_for
+from worker.pipeline import LOOP_RUN_MAX_S, deadline_for
 from worker.tools.access import Caller
 from worker.tools.registry import TOOLS
 
@@ -223,6 +223,40 @@ async def test_a_call_runs_where_its_tool_is_placed_with_at_most_one_thread_hand
     else:
         assert executor.handed == 1
         assert threads and threading.get_ident() not in threads
+
+
+async def test_a_tool_whose_recent_runs_were_long_is_handed_to_a_thread_even_alone(
+    make_harness: HarnessFactory,
+) -> None:
+    """A search of a large index holds the loop for as long as it runs, so once a tool's
+    recent runs took longer than ``LOOP_RUN_MAX_S`` its calls are handed to a worker
+    thread even alone; when its runs are short again, they come back to the loop."""
+    h = make_harness([(header("other", created_at=5), [user(0, "a needle")])])
+    real = h.real("search_sessions")
+    slow = {"on": True}
+
+    def search(*args: Any, **kwargs: Any) -> Any:
+        if slow["on"]:
+            time.sleep(4 * LOOP_RUN_MAX_S)
+        return real(*args, **kwargs)
+
+    h.spy.scripted["search_sessions"] = search
+    executor = _CountingExecutor()
+    asyncio.get_running_loop().set_default_executor(executor)
+    assert (await h.call("session_search", {"query": "needle"})).ok  # no history: the loop
+    assert executor.handed == 0
+    assert (await h.call("session_search", {"query": "needle"})).ok
+    assert executor.handed == 1
+    assert (await h.call("session_event_search", {"session_id": "other", "query": "needle"})).ok
+    assert executor.handed == 1, "another tool's history is its own"
+    slow["on"] = False
+    for _ in range(200):  # the recent run time decays by a quarter of the gap per run
+        handed = executor.handed
+        assert (await h.call("session_search", {"query": "needle"})).ok
+        if executor.handed == handed:
+            break
+    else:
+        raise AssertionError("short searches never came back to the loop")
 
 
 def _recording(method: Any, threads: set[int]) -> Any:

@@ -44,10 +44,11 @@ class Tool(Generic[ArgsT]):
     ``placement`` says. ``thread``: in one worker thread (``boundary.in_thread``) while
     other calls are in flight, so the loop serves cancels and those calls meanwhile —
     for tools whose work grows with the data (searches, lineage walks); a call alone
-    runs on the loop (``Pipeline._placed_on_loop``). ``loop``: on the event loop always —
+    runs on the loop while the tool's recent runs were short
+    (``Pipeline._placed_on_loop``). ``loop``: on the event loop always —
     for tools whose work has a fixed bound (one event; a window of at most
     ``readWindowMax`` events each side), where a thread hand-off (two wake-ups across
-    cores and the GIL passed back and forth, ~0.1-0.4 ms of CPU on a small VM) costs
+    cores and the GIL passed back and forth, ~0.2-0.6 ms of CPU on a small VM) costs
     more than the read. ``budget``: ``search`` tools are bounded by ``searchTimeoutMs``, ``read``
     tools only by the deployment's request cap. ``card`` is the host's pending-call
     presentation.
