@@ -163,7 +163,7 @@ class Pipeline:
         self.gates = ExecutionGates()
         self._context = ToolContext(service, self.limits.max_search_results)
         self.in_flight = InFlight(bound=authenticator is not None)
-        self._running = 0  # calls between step 3 and their reply (``_placed_on_loop``)
+        self._running = 0  # calls between step 3 and their reply (``_count_in_flight``)
         self._recent: dict[str, float] = {}  # tool -> recent run time, s (``_timed``)
 
     def deadline(self, tool: object, timeout_ms: Any, sent_ms: float | None = None) -> Deadline:
@@ -223,11 +223,9 @@ class Pipeline:
             else:
                 self.in_flight.start(call.id, call_token, principal)
                 self._count_in_flight(+1)
-                self._running += 1
                 try:
                     reply = await self._run(call, found, call_token, principal)
                 finally:
-                    self._running -= 1
                     if share is not None:
                         share.release()
                     self.in_flight.finish(call.id, call_token)
@@ -386,8 +384,10 @@ class Pipeline:
         request = ToolCall("in-process", tool, arguments, caller, timeout_ms=timeout_ms)
         return await self.answer(request, token=token, deadline=deadline)
 
-    # ---- metrics --------------------------------------------------------------------------------
+    # ---- counts and metrics ---------------------------------------------------------------------
     def _count_in_flight(self, delta: int) -> None:
+        """The calls in flight: the placement's count (``_placed_on_loop``) and the gauge."""
+        self._running += delta
         if self.metrics is not None:
             self.metrics.in_flight.inc(delta)
 

@@ -116,11 +116,16 @@ class Gate:
 
     async def wait_started(self, timeout: float = 10.0) -> None:
         """Return as soon as the scripted call has started; fail after ``timeout`` s."""
-        deadline = time.monotonic() + timeout
-        while not self.started.is_set():
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"the scripted call never started within {timeout:.0f} s")
-            await asyncio.sleep(0.005)
+        await until(self.started.is_set, "the scripted call never started", timeout)
+
+
+async def until(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Return as soon as ``condition()`` holds; fail with ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} within {timeout:.0f} s")
+        await asyncio.sleep(0.002)
 
 
 @contextlib.asynccontextmanager
@@ -132,11 +137,11 @@ async def beside_another_call(harness: Harness, timeout: float = 10.0) -> AsyncI
     waiting = ToolCall("beside", "session_trace", {}, Caller("caller"), min_seq=1 << 40)
     polls = len(harness.spy.calls_to("last_seq"))
     task = asyncio.create_task(harness.tools.answer(waiting))
-    deadline = time.monotonic() + timeout
-    while len(harness.spy.calls_to("last_seq")) <= polls:  # it is waiting in step 4
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"the other call never started waiting within {timeout:.0f} s")
-        await asyncio.sleep(0.005)
+    await until(  # it is waiting in step 4
+        lambda: len(harness.spy.calls_to("last_seq")) > polls,
+        "the other call never started waiting",
+        timeout,
+    )
     try:
         yield
     finally:

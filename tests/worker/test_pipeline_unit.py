@@ -20,7 +20,7 @@ import pytest
 from indexer.metrics import Metrics
 from tests.builders import header
 from tests.tool_names import unknown_tool_message
-from tests.worker.conftest import Gate, Harness, HarnessFactory, beside_another_call
+from tests.worker.conftest import Gate, Harness, HarnessFactory, beside_another_call, until
 from worker.cancels import EARLY_CANCELS
 from worker.contract.envelopes import CallerRef, ToolRequest
 from worker.contract.errors import HarnessError
@@ -59,15 +59,6 @@ def sample(metrics: Metrics, name: str, **labels: str) -> float:
 
 def requests(metrics: Metrics, tool: str, outcome: str) -> float:
     return sample(metrics, "sessionq_requests_total", tool=tool, outcome=outcome)
-
-
-async def until(condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
-    """Return as soon as ``condition()`` holds; fail with ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what} within {timeout:.0f} s")
-        await asyncio.sleep(0.002)
 
 
 async def settle(turns: int = 50) -> None:
