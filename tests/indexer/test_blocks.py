@@ -82,6 +82,28 @@ def test_chunk_runs_are_stored_packed_and_read_back_exactly() -> None:
     assert decode(payload, 0) == events
 
 
+@given(
+    st.lists(st.integers(min_value=0, max_value=5_000), min_size=1, max_size=300),
+    st.integers(min_value=0, max_value=320),
+    st.integers(min_value=-1, max_value=320),
+)
+def test_a_range_of_a_chunk_run_reads_as_the_same_members_of_the_whole(
+    gaps: list[int], start: int, end: int
+) -> None:
+    """A read of a few members of a run (``_expand_run`` visits only those) returns
+    exactly what the whole run's read returns for them, times included."""
+    times = list(itertools.accumulate(gaps, initial=1_000))
+    events = []
+    for i, t in enumerate(times):
+        obj = {**_chunk(10 + i, f"w{i} "), "time": t}
+        events.append(_stored(obj))
+    payload = encode(events)
+    whole = decode(payload, 10)
+    assert whole == events
+    first, last = 10 + start, 10 + end
+    assert decode(payload, 10, first, last) == [e for e in events if first <= e.seq <= last]
+
+
 @pytest.mark.parametrize(
     "odd",
     [
