@@ -115,3 +115,17 @@ def test_matches_the_literal_walk(marked: str, max_chars: int) -> None:
     assert got == reference_snippet(marked, max_chars)
     assert len(got) <= max_chars
     assert "\n" not in got
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=_ALPHABET.filter(lambda c: c not in MARKERS), max_size=40), st.data())
+def test_a_text_no_longer_than_the_budget_shows_the_same_wherever_the_match_is(
+    text: str, data: st.DataObject
+) -> None:
+    """Hits of such texts are cut unmarked (``highlight.event_hit``): the marked text's
+    snippet must be the unmarked one's."""
+    max_chars = data.draw(st.integers(min_value=max(1, len(text)), max_value=45))
+    start = data.draw(st.integers(min_value=0, max_value=len(text)))
+    end = data.draw(st.integers(min_value=start, max_value=len(text)))
+    marked = text[:start] + MATCH_START + text[start:end] + MATCH_END + text[end:]
+    assert make_snippet(marked, max_chars) == make_snippet(text, max_chars)

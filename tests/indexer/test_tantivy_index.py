@@ -255,6 +255,12 @@ def test_first_occurrence_beyond_and_across_the_first_chunk() -> None:
     pad = "é" * 4_090 + " "
     text = pad + "needle thread"
     assert first_occurrence(text, ["needle", "thread"]) == (len(pad), len(text))
+    # An ASCII occurrence before, against and after a non-ASCII token character.
+    assert first_occurrence("needle 中 x", ["needle"]) == (0, 6)
+    assert first_occurrence("needle中", ["needle"]) == (0, 6)
+    assert first_occurrence("needleé needle", ["needle"]) == (8, 14)
+    assert first_occurrence("a needle 中 thread needle thread", ["needle", "thread"]) == (18, 31)
+    assert first_occurrence("中 needle — thread", ["needle", "thread"]) == (2, 17)
     marked = mark_first_occurrence("x needle y needle", ["needle"])
     assert marked == "x " + MATCH_START + "needle" + MATCH_END + " y needle"
     assert first_occurrence("no match here", ["needle"]) is None

@@ -162,13 +162,30 @@ def first_occurrence(text: str, tokens: Sequence[str]) -> tuple[int, int] | None
     is no occurrence or offsets look wrong — the snippet then starts at the beginning
     instead of failing the search.
     """
+    if not text.isascii():
+        text = without_surrogates(text)  # same length: offsets stay valid for the caller
+    return _first_in_valid(text, tokens)
+
+
+def _first_in_valid(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
+    """``first_occurrence`` of a text without lone surrogates (text decoded from UTF-8,
+    as the index stores it, has none)."""
     if not tokens:
         return None
     wanted = list(tokens)
     ascii_query = _is_ascii_query(tuple(wanted))
     if text.isascii():
         return _find_ascii(text, wanted) if ascii_query else None
-    text = without_surrogates(text)  # same length: offsets stay valid for the caller
+    if ascii_query:
+        # The first ASCII-run occurrence in the whole text is the answer when no
+        # non-ASCII token character comes before its end or right after it: then it lies
+        # in the clean prefix (an earlier one would have been found first), and only
+        # that much of the text is scanned for such characters.
+        span = _find_ascii(text, wanted)
+        if span is not None:
+            k = min(span[1] + 1, len(text))
+            if _clean_prefix_end(text[:k]) == k:
+                return span
     cut = _clean_prefix_end(text)
     if ascii_query:
         span = _find_ascii(text[:cut], wanted)
@@ -188,7 +205,10 @@ def mark_first_occurrence(text: str, tokens: Sequence[str]) -> str:
     Only the first span positions a snippet (SPEC §7.8 records the first marker), so
     later spans stay unmarked; the resulting snippet is the same.
     """
-    span = first_occurrence(text, tokens)
+    return _marked(text, first_occurrence(text, tokens))
+
+
+def _marked(text: str, span: tuple[int, int] | None) -> str:
     if span is None:
         return text
     start, end = span
@@ -203,11 +223,15 @@ def event_hit(
     doc = searcher.doc(addr)
     session_id, type_, surface, seq, time = load_meta(doc)[:5]
     text = stored_text(doc)
+    if len(text) <= snippet_chars:  # shown whole: where the phrase is does not matter
+        snippet = make_snippet(text, snippet_chars)
+    else:
+        snippet = make_snippet(_marked(text, _first_in_valid(text, tokens)), snippet_chars)
     return EventHit(
         session_id=session_id,
         seq=int(seq),
         type=type_,
         time=int(time),
         surface=cast(Surface, surface),
-        snippet=make_snippet(mark_first_occurrence(text, tokens), snippet_chars),
+        snippet=snippet,
     )
