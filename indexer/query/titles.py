@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Sequence
 
@@ -39,21 +40,27 @@ def read_title_snapshots(
         if row[1] is None:
             out.append(TitleObservation(sid, header=header))
             continue
-        stored = orjson.loads(row[1])
-        if "error" in stored:
-            out.append(TitleObservation(sid, error=TitleMalformedError(stored["error"])))
+        title = stored_title(row[1])
+        if isinstance(title, str):
+            out.append(TitleObservation(sid, error=TitleMalformedError(title)))
             continue
-        out.append(
-            TitleObservation(
-                sid,
-                header=header,
-                title=TitleSnapshot(
-                    title=stored["title"],
-                    message_seqs=list(stored["messageSeqs"]),
-                    source=dict(stored["source"]),
-                    event_seq=stored["eventSeq"],
-                    updated_at=stored["updatedAt"],
-                ),
-            )
-        )
+        out.append(TitleObservation(sid, header=header, title=title))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 13)
+def stored_title(title_json: str) -> TitleSnapshot | str:
+    """The snapshot of a ``sessions.title`` value, or the fold's error text of a title it
+    could not copy. Like ``stored_header``, the snapshot of a given JSON text is
+    remembered (it is frozen; nothing changes its lists): every search reads the titles
+    of its hits' sessions again."""
+    stored = orjson.loads(title_json)
+    if "error" in stored:
+        return str(stored["error"])
+    return TitleSnapshot(
+        title=stored["title"],
+        message_seqs=list(stored["messageSeqs"]),
+        source=dict(stored["source"]),
+        event_seq=stored["eventSeq"],
+        updated_at=stored["updatedAt"],
+    )
