@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.data_paths import JS_VECTORS, UPSTREAM_TOOL_SCHEMAS
+from worker.contract import jsjson
 from worker.contract.jsjson import js_number, js_quote, js_stringify
 
 VECTORS = json.loads(JS_VECTORS.read_text(encoding="utf-8"))
@@ -138,3 +139,37 @@ def test_floats_agree_with_node(values: list[float]) -> None:
         capture_output=True, text=True, check=True,
     ).stdout
     assert [js_number(v) for v in values] == json.loads(out)
+
+
+any_text = st.text()  # lone surrogates too
+any_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**64), 2**64)
+    | st.floats()
+    | any_text
+    | st.sampled_from([2**53, -(2**53), 2**53 - 1, 1e16, 1e21, -0.0, 5e-324]),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(any_text | st.integers(-5, 5) | st.booleans() | st.none(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(any_values)
+def test_the_orjson_shortcut_prints_what_the_walk_prints(value: object) -> None:
+    """``js_stringify`` takes orjson's text only where it is the walk's, whatever the
+    value holds (floats, integers beyond 2^53, lone surrogates, non-string keys)."""
+    assert js_stringify(value, 2) == jsjson._walked(value, 2)
+
+
+def test_an_event_without_floats_takes_the_shortcut() -> None:
+    data = {"output": "a\nb \"c\" \u2028 é 😀", "ok": True, "n": [1, -2, 2**53 - 1]}
+    event = {"type": "tool/result", "seq": 7, "time": 1_700_000_000_000, "data": data}
+    text = jsjson._via_orjson(event)
+    assert text is not None
+    assert text == jsjson._walked(event, 2)
+    assert jsjson._via_orjson({**event, "x": 0.5}) is None
+    assert jsjson._via_orjson({**event, "x": 2**53}) is None
+    assert jsjson._via_orjson({**event, "x": "\ud800"}) is None
