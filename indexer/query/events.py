@@ -107,8 +107,7 @@ def read_stored(
     to the log), undecoded."""
     _, next_seq, key = session_header(blocks.conn, session_id)
     return [
-        (e.seq, e.type, e.raw)
-        for e in blocks.read_range(key, max(0, first), min(next_seq - 1, last))
+        (e.seq, e.type, e.raw) for e in blocks.read_raw(key, max(0, first), min(next_seq - 1, last))
     ]
 
 

@@ -32,6 +32,7 @@ from indexer.store.blocks.format import (
     encode,
     split_blocks,
 )
+from indexer.store.blocks.table import EventBlocks
 from indexer.store.layout import sqlite_path
 from indexer.store.records.store import Store
 from indexer.store.tables import schema
@@ -231,6 +232,30 @@ def test_an_exact_read_decompresses_one_block(tmp_path: Path, mode: str) -> None
             assert counting.decompressed == 1
     finally:
         service.close()
+
+
+def test_raw_reads_return_the_stored_events_of_a_range(tmp_path: Path) -> None:
+    """``read_raw`` (the redaction's context reads) returns for any range what
+    ``read_range`` returns, less the replacement marks: the same seqs, types and bytes."""
+    store = Store(tmp_path / "data")
+    try:
+        ingest_files(store, discover([CORPUS_DIR]))
+    finally:
+        store.close()
+    conn = sqlite3.connect(sqlite_path(tmp_path / "data"))
+    try:
+        key, next_seq = conn.execute(
+            "SELECT key, next_seq FROM sessions ORDER BY next_seq DESC LIMIT 1"
+        ).fetchone()
+        blocks = EventBlocks(conn, Codec())
+        last = next_seq - 1
+        for start, end in [(0, 0), (0, last), (5, 140), (last - 2, last + 10), (9, 8)]:
+            full = [(e.seq, e.type, e.raw) for e in blocks.read_range(key, start, end)]
+            raw = [(e.seq, e.type, e.raw) for e in blocks.read_raw(key, start, end)]
+            assert raw == full, (start, end)
+            assert len(raw) == max(0, min(end, next_seq - 1) - start + 1)
+    finally:
+        conn.close()
 
 
 def test_deleting_a_session_deletes_its_blocks_and_marks(tmp_path: Path) -> None:

@@ -227,6 +227,18 @@ class EventBlocks:
                 out.append(_view(event, marks.get(event.seq)))
         return out
 
+    @_retrying
+    def read_raw(self, key: int, start: int, end: int) -> list[StoredEvent]:
+        """The stored events with ``start <= seq <= end``, in seq order, as stored: no
+        replacement marks (their ``surface`` is the stored one), for readers that want
+        the raw JSON only."""
+        if end < start:
+            return []
+        out: list[StoredEvent] = []
+        for first_seq, did, data in self._blocks(key, start, end):
+            out += self._decode(first_seq, did, data, start, end)
+        return out
+
     def read(self, key: int, seq: int) -> EventView | None:
         found = self.read_range(key, seq, seq)
         return found[0] if found else None
