@@ -71,22 +71,34 @@ def delta_of(event: SessionEvent) -> tuple[tuple[Any, ...], str] | None:
 
 
 def _run(around: Sequence[Stored], at: int, key: tuple[Any, ...]) -> list[tuple[int, str]]:
-    """(seq, delta) of every event in the run of ``around[at]``, in seq order."""
+    """(seq, delta) of every event in the run of ``around[at]``, in seq order.
+
+    ``_chunk`` and ``_delta`` inlined: this visits up to ``2 * CONTEXT_EVENTS`` stored
+    events per read of a delta chunk."""
     run: list[tuple[int, str]] = []
+    index = key[2]
     for step in (-1, 1):
         i = at + step
         while 0 <= i < len(around):
             seq, kind, raw = around[i]
             if kind != "assistant/chunk":
                 break
-            data = orjson.loads(raw).get("data")
-            chunk = _chunk(data)
-            if chunk is not None and chunk.get("type") in _BOUNDS and chunk.get("index") == key[2]:
-                break
-            found = _delta(data)
-            if found is not None and found[0] == key:
-                run.append((seq, found[1]))
             i += step
+            data = orjson.loads(raw).get("data")
+            chunk = data.get("chunk") if isinstance(data, dict) else None
+            if not isinstance(chunk, dict):
+                continue
+            ctype = chunk.get("type")
+            if not isinstance(ctype, str):  # a stored event may hold any JSON there
+                continue
+            if ctype in _BOUNDS and chunk.get("index") == index:
+                break
+            field = _FIELDS.get(ctype)
+            text = None if field is None else chunk.get(field)
+            if isinstance(text, str) and (
+                data.get("turn"), data.get("step"), chunk.get("index"), ctype
+            ) == key:
+                run.append((seq, text))
     return sorted(run)
 
 
