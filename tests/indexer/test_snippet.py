@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.store.tantivy.snippet import ELLIPSIS, MATCH_END, MATCH_START, make_snippet
+from indexer.store.tantivy.snippet import (
+    ELLIPSIS,
+    MATCH_END,
+    MATCH_START,
+    make_snippet,
+    marked,
+    snippet_of,
+)
 
 JS_WS = (
     "\u0009\u000a\u000b\u000c\u000d\u0020\u00a0\u1680\u2000\u2001\u2002\u2003\u2004"
@@ -117,7 +124,7 @@ def test_matches_the_literal_walk(marked: str, max_chars: int) -> None:
     assert "\n" not in got
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.text(alphabet=_ALPHABET.filter(lambda c: c not in MARKERS), max_size=40), st.data())
 def test_a_text_no_longer_than_the_budget_shows_the_same_wherever_the_match_is(
     text: str, data: st.DataObject
@@ -129,3 +136,43 @@ def test_a_text_no_longer_than_the_budget_shows_the_same_wherever_the_match_is(
     end = data.draw(st.integers(min_value=start, max_value=len(text)))
     marked = text[:start] + MATCH_START + text[start:end] + MATCH_END + text[end:]
     assert make_snippet(marked, max_chars) == make_snippet(text, max_chars)
+
+
+_TEXT_ALPHABET = _ALPHABET.filter(lambda c: c not in MARKERS)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_TEXT_ALPHABET, st.integers(min_value=1, max_value=40)), min_size=1, max_size=60
+    ),
+    st.integers(min_value=1, max_value=30),
+    st.data(),
+)
+def test_a_long_text_is_cut_around_its_match_as_the_whole_text_is(
+    runs: list[tuple[str, int]], max_chars: int, data: st.DataObject
+) -> None:
+    """``snippet_of`` reads only the text around the match (long texts of runs of one
+    character: long whitespace runs make it widen its reach); the snippet must be the
+    whole marked text's."""
+    text = "".join(ch * n for ch, n in runs)
+    starts = [i for i, ch in enumerate(text) if ch not in JS_WS]
+    if not starts or data.draw(st.booleans()):
+        span = None
+    else:
+        start = data.draw(st.sampled_from(starts))
+        span = (start, data.draw(st.integers(min_value=start + 1, max_value=len(text))))
+    assert snippet_of(text, span, max_chars) == make_snippet(marked(text, span), max_chars)
+
+
+@pytest.mark.parametrize("max_chars", [1, 2, 3, 12, 240])
+def test_whitespace_runs_around_a_match_far_into_a_long_text(max_chars: int) -> None:
+    """Runs of whitespace far longer than the first reach on both sides of the match,
+    and a U+FEFF run (JS whitespace, not Python's) that must not count as shown."""
+    before = "a" * 5_000 + " \n\t\u00a0" * 700 + "\ufeff" * 900 + "xy "
+    after = " \u3000 " * 900 + "\ufeff" * 700 + "b" * 5_000
+    text = before + "needle" + after
+    span = (len(before), len(before) + 6)
+    whole = make_snippet(marked(text, span), max_chars)
+    assert snippet_of(text, span, max_chars) == whole
+    assert "needle"[: max(1, max_chars - 2)] in whole or max_chars <= 2

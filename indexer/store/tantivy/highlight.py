@@ -17,7 +17,7 @@ import tantivy
 from indexer.model.search import EventHit, Surface
 from indexer.store.tantivy.analyzer import ANALYZER, without_surrogates
 from indexer.store.tantivy.schema import load_meta, stored_text
-from indexer.store.tantivy.snippet import MATCH_END, MATCH_START, make_snippet
+from indexer.store.tantivy.snippet import make_snippet, marked, snippet_of
 
 _WINDOW: Final = 4_096
 _WINDOW_GROWTH: Final = 4
@@ -205,14 +205,7 @@ def mark_first_occurrence(text: str, tokens: Sequence[str]) -> str:
     Only the first span positions a snippet (SPEC §7.8 records the first marker), so
     later spans stay unmarked; the resulting snippet is the same.
     """
-    return _marked(text, first_occurrence(text, tokens))
-
-
-def _marked(text: str, span: tuple[int, int] | None) -> str:
-    if span is None:
-        return text
-    start, end = span
-    return text[:start] + MATCH_START + text[start:end] + MATCH_END + text[end:]
+    return marked(text, first_occurrence(text, tokens))
 
 
 def event_hit(
@@ -226,7 +219,7 @@ def event_hit(
     if len(text) <= snippet_chars:  # shown whole: where the phrase is does not matter
         snippet = make_snippet(text, snippet_chars)
     else:
-        snippet = make_snippet(_marked(text, _first_in_valid(text, tokens)), snippet_chars)
+        snippet = snippet_of(text, _first_in_valid(text, tokens), snippet_chars)
     return EventHit(
         session_id=session_id,
         seq=int(seq),

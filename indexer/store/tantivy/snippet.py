@@ -12,6 +12,11 @@ hundreds of kilobytes and a snippet is built for every returned hit. The result 
 same: dropped markers never change whether the output "ends with a space", so the
 normalized text is the marker-free text trimmed and collapsed, and ``matchStart`` is
 where the first marker lands in it. The tests check this against a literal walk.
+
+A hit's snippet shows at most ``max_chars`` characters around the match, so for a long
+document ``snippet_of`` hands ``make_snippet`` only the text around it: enough
+characters on each side that the window never reaches a cut (``_WINDOW_GROWTH``), which
+makes the result the same as over the whole text, without passes over all of it.
 """
 
 from __future__ import annotations
@@ -45,6 +50,52 @@ def _collapse(text: str) -> str:
 
 def _strip_markers(text: str) -> str:
     return text.replace(MATCH_START, "").replace(MATCH_END, "")
+
+
+_WHOLE_BELOW_PER_CHAR: Final = 4
+"""A text up to this many times ``max_chars`` (plus ``_WHOLE_BELOW_EXTRA``) is cut whole."""
+_WHOLE_BELOW_EXTRA: Final = 64
+_WINDOW_GROWTH: Final = 2
+
+
+def _shown_chars_at_least(text: str) -> int:
+    """A lower bound of the characters of ``text`` that are not JS whitespace: Python's
+    ``str.split`` whitespace is the JS set but for U+FEFF (JS only) and a few controls
+    (Python only, which this undercounts)."""
+    return len("".join(text.split())) - text.count("\ufeff")
+
+
+def snippet_of(text: str, span: tuple[int, int] | None, max_chars: int) -> str:
+    """``make_snippet`` of ``text`` marked at ``span`` (no markers in ``text``; the span
+    starts at a token character, never whitespace), over the text around the span only.
+
+    Exact: ``make_snippet``'s window starts at most ``max_chars`` normalized characters
+    before the match and ends at most ``max_chars`` after it, so a cut with more than
+    ``max_chars + 1`` shown characters between it and the match (``max_chars + 2`` after)
+    is never reached: the shown characters are the same, and so are both ellipses.
+    Whitespace at a cut normalizes to at most one space the window never shows either.
+    """
+    n = len(text)
+    if span is None or n <= _WHOLE_BELOW_PER_CHAR * max_chars + _WHOLE_BELOW_EXTRA:
+        return make_snippet(marked(text, span), max_chars)
+    start, end = span
+    need_before, need_after = max_chars + 2, max_chars + 3
+    reach = 2 * max_chars + _WHOLE_BELOW_EXTRA
+    lo = max(0, start - reach)
+    while lo > 0 and _shown_chars_at_least(text[lo:start]) < need_before:
+        lo = max(0, start - (start - lo) * _WINDOW_GROWTH)
+    hi = min(n, start + reach)
+    while hi < n and _shown_chars_at_least(text[start:hi]) < need_after:
+        hi = min(n, start + (hi - start) * _WINDOW_GROWTH)
+    return make_snippet(marked(text[lo:hi], (start - lo, min(end, hi) - lo)), max_chars)
+
+
+def marked(text: str, span: tuple[int, int] | None) -> str:
+    """``text`` with the markers around ``span`` (the first phrase occurrence)."""
+    if span is None:
+        return text
+    start, end = span
+    return text[:start] + MATCH_START + text[start:end] + MATCH_END + text[end:]
 
 
 def make_snippet(marked_text: str, max_chars: int) -> str:
