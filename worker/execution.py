@@ -52,6 +52,8 @@ class _CallerGate:
             self.writer = False
         else:
             self.readers -= 1
+        if not self._parked:
+            return
         parked, self._parked = self._parked, []
         for waiter in parked:
             if not waiter.done():

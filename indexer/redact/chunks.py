@@ -56,13 +56,18 @@ def _chunk(data: Any) -> dict[str, Any] | None:
 
 def _delta(data: Any) -> tuple[tuple[Any, ...], str] | None:
     chunk = _chunk(data)
-    if chunk is None:
-        return None
-    field = _FIELDS.get(str(chunk.get("type")))
+    return None if chunk is None else _chunk_delta(data, chunk)
+
+
+def _chunk_delta(data: dict[str, Any], chunk: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
+    """The run key and delta text of the chunk ``data["chunk"]``, or None when it is no
+    delta (a stored event may hold any JSON there: a ``type`` that is not a string is none)."""
+    ctype = chunk.get("type")
+    field = _FIELDS.get(ctype) if isinstance(ctype, str) else None
     text = None if field is None else chunk.get(field)
     if not isinstance(text, str):
         return None
-    return (data.get("turn"), data.get("step"), chunk.get("index"), chunk.get("type")), text
+    return (data.get("turn"), data.get("step"), chunk.get("index"), ctype), text
 
 
 def delta_of(event: SessionEvent) -> tuple[tuple[Any, ...], str] | None:
@@ -71,12 +76,9 @@ def delta_of(event: SessionEvent) -> tuple[tuple[Any, ...], str] | None:
 
 
 def _run(around: Sequence[Stored], at: int, key: tuple[Any, ...]) -> list[tuple[int, str]]:
-    """(seq, delta) of every event in the run of ``around[at]``, in seq order.
-
-    ``_chunk`` and ``_delta`` inlined: this visits up to ``2 * CONTEXT_EVENTS`` stored
-    events per read of a delta chunk."""
+    """(seq, delta) of every event in the run of ``around[at]``, in seq order: up to
+    ``2 * CONTEXT_EVENTS`` stored events are visited, each decoded once."""
     run: list[tuple[int, str]] = []
-    index = key[2]
     for step in (-1, 1):
         i = at + step
         while 0 <= i < len(around):
@@ -85,20 +87,15 @@ def _run(around: Sequence[Stored], at: int, key: tuple[Any, ...]) -> list[tuple[
                 break
             i += step
             data = orjson.loads(raw).get("data")
-            chunk = data.get("chunk") if isinstance(data, dict) else None
-            if not isinstance(chunk, dict):
+            chunk = _chunk(data)
+            if chunk is None:
                 continue
             ctype = chunk.get("type")
-            if not isinstance(ctype, str):  # a stored event may hold any JSON there
-                continue
-            if ctype in _BOUNDS and chunk.get("index") == index:
+            if isinstance(ctype, str) and ctype in _BOUNDS and chunk.get("index") == key[2]:
                 break
-            field = _FIELDS.get(ctype)
-            text = None if field is None else chunk.get(field)
-            if isinstance(text, str) and (
-                data.get("turn"), data.get("step"), chunk.get("index"), ctype
-            ) == key:
-                run.append((seq, text))
+            found = _chunk_delta(data, chunk)
+            if found is not None and found[0] == key:
+                run.append((seq, found[1]))
     return sorted(run)
 
 

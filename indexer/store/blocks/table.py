@@ -221,19 +221,16 @@ class EventBlocks:
         if end < start:
             return []
         marks = self._replaced(key, start, end)
-        out: list[EventView] = []
-        for first_seq, did, data in self._blocks(key, start, end):
-            for event in self._decode(first_seq, did, data, start, end):
-                out.append(_view(event, marks.get(event.seq)))
-        return out
+        return [_view(event, marks.get(event.seq)) for event in self._stored(key, start, end)]
 
     @_retrying
     def read_raw(self, key: int, start: int, end: int) -> list[StoredEvent]:
         """The stored events with ``start <= seq <= end``, in seq order, as stored: no
         replacement marks (their ``surface`` is the stored one), for readers that want
         the raw JSON only."""
-        if end < start:
-            return []
+        return self._stored(key, start, end) if start <= end else []
+
+    def _stored(self, key: int, start: int, end: int) -> list[StoredEvent]:
         out: list[StoredEvent] = []
         for first_seq, did, data in self._blocks(key, start, end):
             out += self._decode(first_seq, did, data, start, end)
