@@ -651,8 +651,9 @@ async def micro(svc: Any, cases: Sequence[Case], store_db: Path, reps: int) -> d
     (100 hits in the largest workspace)."""
     from indexer.model import SessionHeader
     from indexer.model.search import CwdFilter, IdFilter
-    from indexer.query.sessions import get_records, where_clause
-    from indexer.query.titles import read_title_snapshots
+    from indexer.query.generation import Generation
+    from indexer.query.sessions import where_clause
+    from indexer.query.titles import observations
     from worker.contract.timefmt import iso
 
     cap = next((c for c in cases if c.name.startswith("cap: en rank")), None)
@@ -695,14 +696,17 @@ async def micro(svc: Any, cases: Sequence[Case], store_db: Path, reps: int) -> d
         "service_filter_sessions_ms": _time_ms(
             lambda: svc.filter_sessions([IdFilter(tuple(parents)), CwdFilter((cwd,))]), reps
         ),
-        "read_title_snapshots_100_ms": _time_ms(lambda: read_title_snapshots(conn, ids), reps),
+        # a new generation each time: the rows read from SQL, as after a commit
+        "read_title_snapshots_100_ms": _time_ms(
+            lambda: observations(Generation(conn, 0).rows(ids), ids), reps
+        ),
         "titles_one_in_query_ms": _time_ms(
             lambda: conn.execute(
                 f"SELECT id, header, title FROM sessions WHERE id IN ({marks})", ids
             ).fetchall(),
             reps,
         ),
-        "get_records_100_ms": _time_ms(lambda: get_records(conn, ids), reps),
+        "get_records_100_ms": _time_ms(lambda: Generation(conn, 0).rows(ids), reps),
         "header_model_validate_json_100_ms": _time_ms(
             lambda: [SessionHeader.model_validate_json(h) for h in headers], reps
         ),

@@ -7,7 +7,6 @@ imported event is always readable here).
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any, cast
 
 import orjson
@@ -22,7 +21,7 @@ from indexer.model import SessionEvent, SessionHeader
 from indexer.model.header import is_safe_int
 from indexer.model.search import Surface
 from indexer.model.shapes import EventShapeError, check_message_shape
-from indexer.query.sessions import stored_header
+from indexer.query.sessions import SessionRow
 from indexer.query.types import EventRecord, EventTrace, EventWindow
 from indexer.store.blocks.table import EventBlocks
 
@@ -37,33 +36,35 @@ __all__ = [
 ]
 
 
-def session_header(conn: sqlite3.Connection, session_id: str) -> tuple[SessionHeader, int, int]:
-    """The session's header, next seq and integer key; SESSION_NOT_FOUND when absent."""
-    row = conn.execute(
-        "SELECT header, next_seq, key FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
+def session_header(session_id: str, row: SessionRow | None) -> tuple[SessionHeader, int, int]:
+    """The header, next seq and integer key of a session's row (the caller read it:
+    ``indexer.query.generation``); SESSION_NOT_FOUND when it has none."""
     if row is None:
         raise SessionQueryError(f'session "{session_id}" not found', SESSION_NOT_FOUND)
-    return stored_header(row[0]), int(row[1]), int(row[2])
+    return row.record.header, row.next_seq, row.key
 
 
 def _not_found(session_id: str, seq: int) -> SessionQueryError:
     return SessionQueryError(f'session "{session_id}" has no event at seq {seq}', EVENT_NOT_FOUND)
 
 
-def list_events(blocks: EventBlocks, session_id: str) -> list[EventRecord]:
-    _, next_seq, key = session_header(blocks.conn, session_id)
+def list_events(
+    blocks: EventBlocks, session_id: str, row: SessionRow | None
+) -> list[EventRecord]:
+    _, next_seq, key = session_header(session_id, row)
     return [
         EventRecord(session_id, e.seq, e.type, e.time, cast(Surface, e.surface))
         for e in blocks.read_range(key, 0, next_seq - 1)
     ]
 
 
-def trace_event(blocks: EventBlocks, session_id: str, seq: int) -> EventTrace:
+def trace_event(
+    blocks: EventBlocks, session_id: str, row: SessionRow | None, seq: int
+) -> EventTrace:
     """One block decoded (the target's), then index lookups for the replacement chain,
     the replaced nodes and the derived events."""
     conn = blocks.conn
-    header, _, key = session_header(conn, session_id)
+    header, _, key = session_header(session_id, row)
     target = blocks.read(key, seq) if is_safe_int(seq) else None
     if target is None:
         raise _not_found(session_id, seq)
@@ -101,11 +102,11 @@ def trace_event(blocks: EventBlocks, session_id: str, seq: int) -> EventTrace:
 
 
 def read_stored(
-    blocks: EventBlocks, session_id: str, first: int, last: int
+    blocks: EventBlocks, session_id: str, row: SessionRow | None, first: int, last: int
 ) -> list[tuple[int, str, bytes]]:
     """Seq, type and raw JSON of the session's stored events ``first``..``last`` (clipped
     to the log), undecoded."""
-    _, next_seq, key = session_header(blocks.conn, session_id)
+    _, next_seq, key = session_header(session_id, row)
     return [
         (e.seq, e.type, e.raw) for e in blocks.read_raw(key, max(0, first), min(next_seq - 1, last))
     ]
@@ -120,13 +121,19 @@ def check_window_bound(name: str, value: Any, window_max: int) -> int:
 
 
 def read_event(
-    blocks: EventBlocks, session_id: str, seq: int, before: int, after: int, window_max: int
+    blocks: EventBlocks,
+    session_id: str,
+    row: SessionRow | None,
+    seq: int,
+    before: int,
+    after: int,
+    window_max: int,
 ) -> EventWindow:
     """The window's blocks only: the target's block, and its neighbours when the window
     crosses a block boundary."""
     b = check_window_bound("before", before, window_max)
     a = check_window_bound("after", after, window_max)
-    header, next_seq, key = session_header(blocks.conn, session_id)
+    header, next_seq, key = session_header(session_id, row)
     if not is_safe_int(seq) or not 0 <= seq < next_seq:
         raise _not_found(session_id, seq)
     start, end = max(0, seq - b), min(next_seq - 1, seq + a)

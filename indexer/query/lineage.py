@@ -8,12 +8,11 @@ global lineage of the other partitions (``indexer.query.partitioned``).
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Protocol
 
 from indexer.errors import INVALID_LINEAGE, SESSION_NOT_FOUND, SessionQueryError
 from indexer.query.collation import locale_key
-from indexer.query.sessions import RECORD_COLUMNS, get_record, record_from_row
+from indexer.query.generation import Generation
 from indexer.query.types import LineageNode, SessionRecord, SessionTrace
 
 
@@ -26,19 +25,17 @@ class Lineage(Protocol):
 
 
 class StoreLineage:
-    """The lineage one data dir holds."""
+    """The lineage one data dir holds, read through a commit generation's rows."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, rows: Generation) -> None:
+        self.rows = rows
 
     def record(self, session_id: str) -> SessionRecord | None:
-        return get_record(self.conn, session_id)
+        row = self.rows.row(session_id)
+        return None if row is None else row.record
 
     def children(self, parent_id: str) -> list[SessionRecord]:
-        rows = self.conn.execute(
-            f"SELECT {RECORD_COLUMNS} FROM sessions WHERE parent = ?", (parent_id,)
-        )
-        return [record_from_row(h, live) for h, live in rows]
+        return [row.record for row in self.rows.children(parent_id)]
 
 
 def _children(lineage: Lineage, parent_id: str) -> list[SessionRecord]:
@@ -48,8 +45,7 @@ def _children(lineage: Lineage, parent_id: str) -> list[SessionRecord]:
     return kids
 
 
-def trace_session(source: sqlite3.Connection | Lineage, session_id: str) -> SessionTrace:
-    lineage = StoreLineage(source) if isinstance(source, sqlite3.Connection) else source
+def trace_session(lineage: Lineage, session_id: str) -> SessionTrace:
     target = lineage.record(session_id)
     if target is None:
         raise SessionQueryError(f'session "{session_id}" not found', SESSION_NOT_FOUND)

@@ -77,7 +77,7 @@ class PartitionQueryService(StoreQueryService):
         return self._home(workspace) != self.partition
 
     def trace_session(self, session_id: str) -> SessionTrace:
-        local = lineage.StoreLineage(self._conn)
+        local = lineage.StoreLineage(self._generation())
         return lineage.trace_session(
             _PartitionLineage(local, self.lineage_table, self._foreign), session_id
         )

@@ -8,19 +8,19 @@ their arguments before they resolve the caller) parses it first and passes the
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
 from indexer.model.search import AvailabilityFilter, EventMetadataFilter, Query, SessionFilter
 from indexer.query.filters import check_filters
-from indexer.query.sessions import get_records, live_ids
+from indexer.query.generation import Generation
+from indexer.query.sessions import live_ids
 from indexer.query.types import EventSearchPage, SessionHit, SessionSearchPage
 from indexer.store.tantivy import TantivyIndex
 
 
 def search_sessions(
-    conn: sqlite3.Connection,
+    rows: Generation,
     index: TantivyIndex,
     query: str | Query,
     session_filters: Sequence[SessionFilter],
@@ -39,19 +39,19 @@ def search_sessions(
         q,
         session_filters,
         event_filters,
-        live_ids=live_ids(conn) if needs_live else frozenset(),
+        live_ids=live_ids(rows.conn) if needs_live else frozenset(),
         exclude_session_ids=exclude_session_ids,
         limit=limit,
         snippet_chars=snippet_chars,
     )
-    records = get_records(conn, [h.session_id for h in hits])
+    found = rows.rows(h.session_id for h in hits)
     # A document whose session row is not committed yet (index commits first) is skipped.
-    items = [SessionHit(records[h.session_id], h) for h in hits if h.session_id in records]
+    items = [SessionHit(found[h.session_id].record, h) for h in hits if h.session_id in found]
     return SessionSearchPage(items, more)
 
 
 def search_events(
-    conn: sqlite3.Connection,
+    rows: Generation,
     index: TantivyIndex,
     session_id: str,
     query: str | Query,
@@ -66,10 +66,10 @@ def search_events(
         )
     check_filters((), filters)
     q = Query.parse(query).text
-    records = get_records(conn, [session_id])
-    if session_id not in records:
+    row = rows.row(session_id)
+    if row is None:
         raise SessionQueryError(f'session "{session_id}" not found', SESSION_NOT_FOUND)
     hits, more = index.search_events(
         session_id, q, filters, limit=limit, snippet_chars=snippet_chars
     )
-    return EventSearchPage(records[session_id].header, hits, more)
+    return EventSearchPage(row.record.header, hits, more)

@@ -7,10 +7,13 @@ indexer migrates an older dir (``indexer.store.tables.migrate``), calls fail wit
 SESSION_QUERY_PERSISTENCE_FAILED instead of reading half-known tables; so do they while the
 index of a dir has another format than this release's (``indexer.store.maintenance.index_format``).
 
-Events and titles are returned as the dir's recorded redaction says
-(``indexer.query.redacted``); a connection reads it again whenever another connection
-committed since its last read (``PRAGMA data_version``), so a writer that re-indexed the
-dir under another mode is honoured at once.
+Each method first asks for its thread's current commit generation
+(``indexer.query.generation``: one ``PRAGMA data_version``): the session rows every call
+reads again (callers, targets, hits' sessions, titles, lineage members) and the dir's
+recorded redaction are remembered while no other connection commits, and read again
+after any commit — so a writer that re-indexed the dir under another redaction mode is
+honoured at once. Events and titles are returned as that redaction says
+(``indexer.query.redacted``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from indexer.model.search import EventMetadataFilter, Query, SessionFilter
 from indexer.query import events as event_reads
 from indexer.query import lineage, search, sessions, titles
 from indexer.query.filters import check_filters
+from indexer.query.generation import Generation, current
 from indexer.query.redacted import redacted_titles, redacted_window
 from indexer.query.types import (
     EventRecord,
@@ -36,8 +40,6 @@ from indexer.query.types import (
     SessionTrace,
     TitleObservation,
 )
-from indexer.redact import Redaction
-from indexer.redact.state import reader_redaction
 from indexer.store.blocks.format import Codec
 from indexer.store.blocks.table import EventBlocks
 from indexer.store.layout import index_path, sqlite_path
@@ -107,27 +109,37 @@ class StoreQueryService:
         return self._index
 
     # ---- sessions ------------------------------------------------------------------------------
+    def _generation(self) -> Generation:
+        """This thread's connection's current commit generation (module docstring)."""
+        known: Generation | None = getattr(self._local, "generation", None)
+        generation = current(self._conn, known)
+        if generation is not known:
+            self._local.generation = generation
+        return generation
+
     def filter_sessions(self, filters: Sequence[SessionFilter]) -> list[SessionRecord]:
         check_filters(filters, ())
-        return sessions.filter_sessions(self._conn, filters)
+        generation = self._generation()
+        ids = sessions.listed_ids(filters)
+        if ids is None:
+            return sessions.filter_sessions(generation.conn, filters)
+        rows = generation.rows(ids).values()  # an id list bounds the matches: rows in hand
+        return sessions.newest_first(r.record for r in rows if sessions.row_matches(r, filters))
 
     def get_session(self, session_id: str) -> SessionRecord | None:
-        return sessions.get_record(self._conn, session_id)
+        row = self._generation().row(session_id)
+        return None if row is None else row.record
 
     def recent_sessions(self, limit: int) -> list[SessionRecord]:
         return sessions.recent_sessions(self._conn, limit)
 
     def last_step_start_seq(self, session_id: str) -> int | None:
-        row = self._conn.execute(
-            "SELECT last_step_start FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        row = self._generation().row(session_id)
+        return None if row is None else row.last_step_start
 
     def last_seq(self, session_id: str) -> int | None:
-        row = self._conn.execute(
-            "SELECT next_seq FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        return None if row is None else int(row[0]) - 1
+        row = self._generation().row(session_id)
+        return None if row is None else row.next_seq - 1
 
     # ---- search --------------------------------------------------------------------------------
     def search_sessions(
@@ -140,7 +152,7 @@ class StoreQueryService:
         exclude_session_ids: frozenset[str] = frozenset(),
     ) -> SessionSearchPage:
         return search.search_sessions(
-            self._conn,
+            self._generation(),
             self._fresh_index(),
             query,
             session_filters,
@@ -159,7 +171,7 @@ class StoreQueryService:
         limit: int,
     ) -> EventSearchPage:
         return search.search_events(
-            self._conn,
+            self._generation(),
             self._fresh_index(),
             session_id,
             query,
@@ -170,40 +182,42 @@ class StoreQueryService:
 
     # ---- exact reads ---------------------------------------------------------------------------
     def list_events(self, session_id: str) -> list[EventRecord]:
-        return event_reads.list_events(self._blocks, session_id)
+        row = self._generation().row(session_id)
+        return event_reads.list_events(self._blocks, session_id, row)
 
     def trace_session(self, session_id: str) -> SessionTrace:
-        return lineage.trace_session(self._conn, session_id)
+        return lineage.trace_session(lineage.StoreLineage(self._generation()), session_id)
 
     def trace_event(self, session_id: str, seq: int) -> EventTrace:
-        return event_reads.trace_event(self._blocks, session_id, seq)
+        row = self._generation().row(session_id)
+        return event_reads.trace_event(self._blocks, session_id, row, seq)
 
     def read_event(
         self, session_id: str, seq: int, *, before: int = 0, after: int = 0
     ) -> EventWindow:
+        generation = self._generation()
+        row = generation.row(session_id)
+        blocks = self._blocks
         window = event_reads.read_event(
-            self._blocks, session_id, seq, before, after, self.read_window_max
+            blocks, session_id, row, seq, before, after, self.read_window_max
         )
         return redacted_window(
-            self._redaction(),
+            generation.redaction,
             window,
-            lambda first, last: event_reads.read_stored(self._blocks, session_id, first, last),
+            lambda first, last: event_reads.read_stored(blocks, session_id, row, first, last),
         )
 
     def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]:
-        observations = titles.read_title_snapshots(self._conn, session_ids)
-        return redacted_titles(self._redaction(), observations)
-
-    def _redaction(self) -> Redaction:
-        """The recorded redaction, read once per commit generation of this thread's
-        connection: ``data_version`` changes with every commit of another connection."""
-        conn = self._conn
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
-        known: tuple[int, Redaction] | None = getattr(self._local, "redaction", None)
-        if known is None or known[0] != version:
-            known = (version, reader_redaction(conn))
-            self._local.redaction = known
-        return known[1]
+        """Observations as shown, each built once per commit generation."""
+        generation = self._generation()
+        shown = generation.titles
+        unique = list(dict.fromkeys(session_ids))
+        missing = [i for i in unique if i not in shown]
+        if missing:
+            observed = titles.observations(generation.rows(missing), missing)
+            for observation in redacted_titles(generation.redaction, observed):
+                shown[observation.session_id] = observation
+        return [shown[i] for i in unique]
 
     def close(self) -> None:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from indexer.model import SessionHeader
@@ -20,6 +21,7 @@ from indexer.query.collation import locale_key
 from indexer.query.types import SessionRecord
 
 RECORD_COLUMNS = "header, live"
+ROW_COLUMNS = "header, live, key, cwd, parent, created_at, next_seq, last_step_start, title"
 
 
 @functools.lru_cache(maxsize=1 << 13)
@@ -32,6 +34,36 @@ def stored_header(header_json: str) -> SessionHeader:
 
 def record_from_row(header_json: str, live: int) -> SessionRecord:
     return SessionRecord(header=stored_header(header_json), live=bool(live))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A ``sessions`` row as readers use it: the record, the columns the session filters
+    compare (``where_clause``), and the log's bounds and title."""
+
+    record: SessionRecord
+    key: int
+    cwd: str | None
+    parent: str | None
+    created_at: int
+    next_seq: int
+    last_step_start: int | None
+    title: str | None  # the stored title JSON
+
+
+def row_from(values: Sequence[Any]) -> SessionRow:
+    """The ``SessionRow`` of a row selected as ``ROW_COLUMNS``."""
+    header, live, key, cwd, parent, created_at, next_seq, last_step_start, title = values
+    return SessionRow(
+        record_from_row(header, live),
+        int(key),
+        cwd,
+        parent,
+        created_at,
+        int(next_seq),
+        None if last_step_start is None else int(last_step_start),
+        title,
+    )
 
 
 def newest_first(records: Iterable[SessionRecord]) -> list[SessionRecord]:
@@ -89,33 +121,59 @@ def where_clause(filters: Sequence[SessionFilter]) -> tuple[str, list[Any]]:
     return (" AND ".join(parts) or "1"), params
 
 
+def _nullable_in_row(value: str | None, values: Sequence[str | None]) -> bool:
+    return value in values  # None matches a None value (IS NULL), text equals exactly
+
+
+def row_matches(row: SessionRow, filters: Sequence[SessionFilter]) -> bool:
+    """Whether ``row`` passes ``filters``: ``where_clause``'s rule over the same columns,
+    for rows already in hand (a list of ids names them)."""
+    for f in filters:
+        if isinstance(f, IdFilter):
+            if row.record.header.id not in f.values:
+                return False
+        elif isinstance(f, CwdFilter):
+            if not _nullable_in_row(row.cwd, f.values):
+                return False
+        elif isinstance(f, ParentFilter):
+            if not _nullable_in_row(row.parent, f.values):
+                return False
+        elif isinstance(f, CreatedAtFilter):
+            if (f.from_ is not None and not row.created_at >= f.from_) or (
+                f.to is not None and not row.created_at <= f.to
+            ):
+                return False
+        elif isinstance(f, AvailabilityFilter):
+            wanted = set(f.values)
+            if not wanted or (wanted == {"live"} and not row.record.live):
+                return False
+    return True
+
+
+def listed_ids(filters: Sequence[SessionFilter]) -> tuple[str, ...] | None:
+    """The ids of the first ``IdFilter`` (every match is among them), or None: no id
+    list, or a listed value that is neither text nor (where a column may be NULL) None,
+    which SQL would compare by its own type rules (``row_matches`` is for text only)."""
+    ids: tuple[str, ...] | None = None
+    for f in filters:
+        if isinstance(f, IdFilter):
+            if not all(isinstance(v, str) for v in f.values):
+                return None
+            if ids is None:
+                ids = f.values
+        elif isinstance(f, CwdFilter | ParentFilter) and not all(
+            v is None or isinstance(v, str) for v in f.values
+        ):
+            return None
+    return ids
+
+
 def filter_sessions(
     conn: sqlite3.Connection, filters: Sequence[SessionFilter]
 ) -> list[SessionRecord]:
     where, params = where_clause(filters)
     rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM sessions WHERE {where}", params)
     return newest_first(record_from_row(h, live) for h, live in rows)
-
-
-def get_records(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, SessionRecord]:
-    out: dict[str, SessionRecord] = {}
-    unique = list(dict.fromkeys(ids))
-    for i in range(0, len(unique), 500):
-        chunk = unique[i : i + 500]
-        marks = ",".join("?" * len(chunk))
-        for h, live in conn.execute(
-            f"SELECT {RECORD_COLUMNS} FROM sessions WHERE id IN ({marks})", chunk
-        ):
-            rec = record_from_row(h, live)
-            out[rec.header.id] = rec
-    return out
-
-
-def get_record(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
-    row = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
-    return None if row is None else record_from_row(row[0], row[1])
 
 
 def recent_sessions(conn: sqlite3.Connection, limit: int) -> list[SessionRecord]:

@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import functools
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import orjson
 
 from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
-from indexer.query.sessions import stored_header
+from indexer.query.sessions import SessionRow
 from indexer.query.types import TitleObservation
 from indexer.surface.titles import TitleMalformedError, TitleSnapshot
 
 
-def read_title_snapshots(
-    conn: sqlite3.Connection, session_ids: Sequence[str]
+def observations(
+    rows: Mapping[str, SessionRow], session_ids: Sequence[str]
 ) -> list[TitleObservation]:
-    unique = list(dict.fromkeys(session_ids))
-    rows: dict[str, tuple[str, str | None]] = {}
-    for i in range(0, len(unique), 500):
-        chunk = unique[i : i + 500]
-        marks = ",".join("?" * len(chunk))
-        for sid, header_json, title in conn.execute(
-            f"SELECT id, header, title FROM sessions WHERE id IN ({marks})", chunk
-        ):
-            rows[sid] = (header_json, title)
+    """The observation of each of ``session_ids`` (unique) from its row, if it has one."""
     out: list[TitleObservation] = []
-    for sid in unique:
+    for sid in session_ids:
         row = rows.get(sid)
         if row is None:
             out.append(
@@ -36,11 +27,11 @@ def read_title_snapshots(
                 )
             )
             continue
-        header = stored_header(row[0])
-        if row[1] is None:
+        header = row.record.header
+        if row.title is None:
             out.append(TitleObservation(sid, header=header))
             continue
-        title = stored_title(row[1])
+        title = stored_title(row.title)
         if isinstance(title, str):
             out.append(TitleObservation(sid, error=TitleMalformedError(title)))
             continue
