@@ -165,6 +165,22 @@ def test_a_long_text_is_cut_around_its_match_as_the_whole_text_is(
     assert snippet_of(text, span, max_chars) == make_snippet(marked(text, span), max_chars)
 
 
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=_TEXT_ALPHABET, max_size=60), st.integers(1, 30), st.data())
+def test_a_match_is_placed_without_inserting_markers_as_the_marked_walk_places_it(
+    text: str, max_chars: int, data: st.DataObject
+) -> None:
+    """``snippet_of`` places the match by the span alone (no markers inserted), at any
+    span start, whitespace included (which hits never have)."""
+    if not text or data.draw(st.booleans()):
+        span = None
+    else:
+        start = data.draw(st.integers(0, len(text) - 1))
+        span = (start, data.draw(st.integers(start + 1, len(text))))
+    expected = reference_snippet(marked(text, span), max_chars)
+    assert snippet_of(text, span, max_chars) == expected
+
+
 @pytest.mark.parametrize("max_chars", [1, 2, 3, 12, 240])
 def test_whitespace_runs_around_a_match_far_into_a_long_text(max_chars: int) -> None:
     """Runs of whitespace far longer than the first reach on both sides of the match,

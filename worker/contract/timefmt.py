@@ -67,19 +67,19 @@ def iso(ms: float) -> str:
     print with a sign and six digits. Out of the Date range (or NaN) raises
     ``ValueError("Invalid time value")`` as JavaScript throws ``RangeError``.
     """
-    if isinstance(ms, float):
-        if not math.isfinite(ms) or abs(ms) > MAX_TIME_MS:
+    if type(ms) is int:  # a stored time: the usual case, no conversion
+        t = ms
+    elif isinstance(ms, float):
+        if not math.isfinite(ms):
             raise ValueError("Invalid time value")
         t = math.trunc(ms)
     else:
         t = int(ms)
-        if abs(t) > MAX_TIME_MS:
-            raise ValueError("Invalid time value")
+    if not -MAX_TIME_MS <= t <= MAX_TIME_MS:
+        raise ValueError("Invalid time value")
     days, in_day = divmod(t, MS_PER_DAY)
-    hour, rest = divmod(in_day, 3_600_000)
-    minute, rest = divmod(rest, 60_000)
-    second, milli = divmod(rest, 1000)
-    return f"{_date_text(days)}T{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
+    second, milli = divmod(in_day, 1000)
+    return _date_text(days) + _clock_text(second) + _MILLI_TEXT[milli]
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -88,6 +88,17 @@ def _date_text(days: int) -> str:
     year, month, day = civil_from_days(days)
     year_text = f"{year:04d}" if 0 <= year <= 9999 else f"{'+' if year > 0 else '-'}{abs(year):06d}"
     return f"{year_text}-{month:02d}-{day:02d}"
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _clock_text(second: int) -> str:
+    """``THH:MM:SS`` of a second of the day (a reply's times cluster)."""
+    hour, rest = divmod(second, 3600)
+    minute, sec = divmod(rest, 60)
+    return f"T{hour:02d}:{minute:02d}:{sec:02d}"
+
+
+_MILLI_TEXT: Final = tuple(f".{milli:03d}Z" for milli in range(1000))
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,8 +50,16 @@ def title_text(view: TitleView) -> str:
 
 
 def availability_text(record: SessionRecord) -> str:
-    flags = [name for name, on in (("live", record.live), ("persisted", record.persisted)) if on]
-    return ", ".join(flags) or "unavailable"
+    """The set flags of ``live, persisted`` in that order, or ``unavailable``."""
+    return _AVAILABILITY[bool(record.live), bool(record.persisted)]
+
+
+_AVAILABILITY: Final = {
+    (True, True): "live, persisted",
+    (False, True): "persisted",
+    (True, False): "live",
+    (False, False): "unavailable",
+}
 
 
 def source_agent_lines(header: SessionHeader, indent: str) -> list[str]:

@@ -17,7 +17,7 @@ import tantivy
 from indexer.model.search import EventHit, Surface
 from indexer.store.tantivy.analyzer import ANALYZER, without_surrogates
 from indexer.store.tantivy.schema import load_meta, stored_text
-from indexer.store.tantivy.snippet import make_snippet, marked, snippet_of
+from indexer.store.tantivy.snippet import marked, snippet_of
 
 _WINDOW: Final = 4_096
 _WINDOW_GROWTH: Final = 4
@@ -217,7 +217,7 @@ def event_hit(
     session_id, type_, surface, seq, time = load_meta(doc)[:5]
     text = stored_text(doc)
     if len(text) <= snippet_chars:  # shown whole: where the phrase is does not matter
-        snippet = make_snippet(text, snippet_chars)
+        snippet = snippet_of(text, None, snippet_chars)
     else:
         snippet = snippet_of(text, _first_in_valid(text, tokens), snippet_chars)
     return EventHit(

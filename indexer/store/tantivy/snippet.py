@@ -33,7 +33,7 @@ MATCH_END: Final = "\ufdd1"
 ELLIPSIS: Final = "\u2026"
 
 _WS_RUN: Final = re.compile(JS_WHITESPACE_CLASS + "+")
-_DIFFERENT_WS: Final = ("\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\ufeff")
+_DIFFERENT_WS: Final = re.compile("[\x1c\x1d\x1e\x1f\x85\ufeff]")
 """Where Python's ``str.split()`` whitespace and the JS set disagree (SPEC §13.1)."""
 
 
@@ -43,7 +43,7 @@ def _collapse(text: str) -> str:
     ``str.split()`` is the fast path; it splits on exactly the JS set unless the text
     holds one of ``_DIFFERENT_WS``.
     """
-    if not any(c in text for c in _DIFFERENT_WS):
+    if _DIFFERENT_WS.search(text) is None:
         return " ".join(text.split())
     return _WS_RUN.sub(" ", text.strip(JS_WHITESPACE))
 
@@ -76,9 +76,11 @@ def snippet_of(text: str, span: tuple[int, int] | None, max_chars: int) -> str:
     Whitespace at a cut normalizes to at most one space the window never shows either.
     """
     n = len(text)
-    if span is None or n <= _WHOLE_BELOW_PER_CHAR * max_chars + _WHOLE_BELOW_EXTRA:
-        return make_snippet(marked(text, span), max_chars)
-    start, end = span
+    if span is None:
+        return _window(_collapse(text), 0, max_chars)
+    if n <= _WHOLE_BELOW_PER_CHAR * max_chars + _WHOLE_BELOW_EXTRA:
+        return _unmarked(text, span[0], max_chars)
+    start = span[0]
     need_before, need_after = max_chars + 2, max_chars + 3
     reach = 2 * max_chars + _WHOLE_BELOW_EXTRA
     lo = max(0, start - reach)
@@ -87,7 +89,22 @@ def snippet_of(text: str, span: tuple[int, int] | None, max_chars: int) -> str:
     hi = min(n, start + reach)
     while hi < n and _shown_chars_at_least(text[start:hi]) < need_after:
         hi = min(n, start + (hi - start) * _WINDOW_GROWTH)
-    return make_snippet(marked(text[lo:hi], (start - lo, min(end, hi) - lo)), max_chars)
+    return _unmarked(text[lo:hi], start - lo, max_chars)
+
+
+def _unmarked(text: str, start: int, max_chars: int) -> str:
+    """``make_snippet`` of ``text`` with a match marked at ``start`` (a character that is
+    not ``WS``), without inserting the markers: the walk of §7.8 step 1 reaches the
+    marker with the text before it normalized but for its trailing run, which it has
+    turned into one space unless nothing was shown yet; the normalized text is the
+    marker-free text's."""
+    if not 0 <= start < len(text) or text[start] in JS_WHITESPACE:
+        return make_snippet(marked(text, (start, start)), max_chars)
+    before = text[:start]
+    shown = len(_collapse(before))
+    if shown and before[-1] in JS_WHITESPACE:
+        shown += 1
+    return _window(_collapse(text), shown, max_chars)
 
 
 def marked(text: str, span: tuple[int, int] | None) -> str:
@@ -134,6 +151,11 @@ def make_snippet(marked_text: str, max_chars: int) -> str:
         out = left + right
         if out.endswith(" "):
             out = out[:-1]
+    return _window(out, match_start, max_chars)
+
+
+def _window(out: str, match_start: int, max_chars: int) -> str:
+    """Steps 2-7 of §7.8 over the normalized text ``out`` and its ``matchStart``."""
     n = len(out)
     limit = max_chars
     if n <= limit:
