@@ -23,8 +23,9 @@ bottom as the steps:
    (``Pipeline._placed_on_loop``);
 6. arguments — schema, then the rules upstream runs before resolving the caller
    (upstream validates arguments before the tool runs, SPEC §9.8);
-7. caller — resolved to its stored header (its ``cwd`` is the workspace, and must be
-   the one the token names);
+7. caller — none is ``MISSING_AGENT``; else resolved to its stored header (its ``cwd``
+   is the workspace, and must be the one the token names); steps 7-8 read the store
+   inside one ``QueryService.reading`` scope (one check of its commit generation);
 8. authorization → query → rendering — the tool's own steps (``Tool.run``, SPEC §9.8);
 9. reply — exactly one. Once the call is cancelled or past its deadline, that is the
    reply whatever the tool produced meanwhile; tool-owned errors reply verbatim;
@@ -52,6 +53,7 @@ from worker.contract.errors import (
     HarnessError,
     ToolAbortError,
     caller_unauthenticated,
+    missing_agent,
 )
 from worker.contract.outcome import ToolReply
 from worker.execution import ExecutionGates
@@ -305,12 +307,15 @@ class Pipeline:
         """Steps 6-8, in the call's one worker thread or on the loop (``placement``)."""
         # 6. arguments
         args = parse_arguments(tool, call.arguments)
-        # 7. caller (in the workspace its host vouched for)
-        caller = resolve_caller(self.service, call.caller, token)
-        if principal is not None and caller.header.cwd != principal.workspace:
-            raise caller_unauthenticated()
-        # 8. authorization -> query -> rendering
-        return tool.run(self._context, caller, args, token)
+        # 7. caller (in the workspace its host vouched for); 7-8 read one commit generation
+        if call.caller is None:
+            raise missing_agent()
+        with self.service.reading():
+            caller = resolve_caller(self.service, call.caller, token)
+            if principal is not None and caller.header.cwd != principal.workspace:
+                raise caller_unauthenticated()
+            # 8. authorization -> query -> rendering
+            return tool.run(self._context, caller, args, token)
 
     @staticmethod
     def _failed(token: CancelToken, error: HarnessError) -> ToolReply:

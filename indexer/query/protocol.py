@@ -1,6 +1,7 @@
 """The query-service surface the tools call (SPEC §5-§8, sessionq flavour).
 
-Every method is synchronous and reads one consistent snapshot of the store. Errors are
+Every method is synchronous and reads one consistent snapshot of the store; ``reading``
+scopes several reads of one caller. Errors are
 ``SessionQueryError`` with a code from SPEC §5.6; anything else is a bug and is
 sanitized at the tool boundary.
 """
@@ -8,6 +9,7 @@ sanitized at the tool boundary.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from indexer.model.search import EventMetadataFilter, Query, SessionFilter
@@ -24,6 +26,13 @@ from indexer.query.types import (
 
 
 class QueryService(Protocol):
+    def reading(self) -> AbstractContextManager[None]:
+        """A scope whose reads all use one commit generation of the store: what a reader
+        remembers of it (``indexer.query.generation``) is checked against the store once,
+        when the scope is entered, instead of at every read. A tool call's caller
+        resolution and its own reads run inside one (``worker.pipeline``, steps 7-8)."""
+        ...
+
     def filter_sessions(self, filters: Sequence[SessionFilter]) -> list[SessionRecord]:
         """SPEC §5.2/§6.1: newest first (createdAt desc, id asc)."""
         ...

@@ -15,28 +15,23 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from indexer.query.types import EventWindow, TitleObservation
 from indexer.redact import Redaction
-from indexer.redact.chunks import CONTEXT_EVENTS, Stored, delta_of, redact_target
+from indexer.redact.chunks import Around, delta_of, redact_target
 
 __all__ = ["redacted_titles", "redacted_window"]
 
 
-def redacted_window(
-    redaction: Redaction,
-    window: EventWindow,
-    around: Callable[[int, int], Sequence[Stored]],
-) -> EventWindow:
+def redacted_window(redaction: Redaction, window: EventWindow, around: Around) -> EventWindow:
     """``around(first, last)``: the session's stored events of those seqs (undecoded)."""
     if not redaction.active:
         return window
     target = window.target
     if delta_of(target) is not None:
-        beside = around(max(0, target.seq - CONTEXT_EVENTS), target.seq + CONTEXT_EVENTS)
-        target = redact_target(redaction, target, beside)
+        target = redact_target(redaction, target, around)
     events = redaction.events([target if e.seq == target.seq else e for e in window.events])
     shown = next(e for e in events if e.seq == target.seq)
     return dataclasses.replace(window, target=shown, events=events)

@@ -101,7 +101,8 @@ class StoreQueryService:
 
     @property
     def _blocks(self) -> EventBlocks:
-        return EventBlocks(self._conn, self._codec)
+        """The event blocks for one query (a block read twice by it is decompressed once)."""
+        return EventBlocks(self._conn, self._codec, remember=True)
 
     def _fresh_index(self) -> TantivyIndex:
         with self._index_lock:
@@ -109,8 +110,23 @@ class StoreQueryService:
         return self._index
 
     # ---- sessions ------------------------------------------------------------------------------
+    def reading(self) -> _Reading:
+        """A scope of reads of this thread over one commit generation
+        (``QueryService.reading``)."""
+        return _Reading(self)
+
     def _generation(self) -> Generation:
-        """This thread's connection's current commit generation (module docstring)."""
+        """This thread's connection's current commit generation (module docstring): in
+        a ``reading`` scope, the one its first read checked; else checked now."""
+        local = self._local
+        if getattr(local, "depth", 0) == 0:
+            return self._checked()
+        pinned: Generation | None = local.pinned
+        if pinned is None:
+            pinned = local.pinned = self._checked()
+        return pinned
+
+    def _checked(self) -> Generation:
         known: Generation | None = getattr(self._local, "generation", None)
         generation = current(self._conn, known)
         if generation is not known:
@@ -224,3 +240,27 @@ class StoreQueryService:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+class _Reading:
+    """``StoreQueryService.reading``: the first read inside checks this thread's
+    generation and the others use it (so a scope that reads nothing touches nothing, and
+    a failing check fails that read, inside its own boundary); scopes nest."""
+
+    __slots__ = ("_local",)
+
+    def __init__(self, service: StoreQueryService) -> None:
+        self._local = service._local
+
+    def __enter__(self) -> None:
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            local.pinned = None
+        local.depth = depth + 1
+
+    def __exit__(self, *_exc: object) -> None:
+        local = self._local
+        local.depth -= 1
+        if local.depth == 0:
+            local.pinned = None

@@ -9,7 +9,7 @@ the deltas joined; a secret found in it is taken out of every delta it overlaps:
 delta where it starts shows the marker, the others lose the covered characters, so the
 deltas joined again read as the redacted text of the run.
 
-``redact_target`` applies this to one event read with the stored events around it:
+``redact_target`` applies this to one event, reading the stored events around it:
 readers do, for the target of ``session_event_read`` (neighbours show semantic text only,
 and chunks have none). The writer does not: what a run holds depends on where a batch cuts
 it (a watched file appends a live session's chunks a few at a time), and a stored event
@@ -19,7 +19,7 @@ keep the pieces, none of which holds a whole secret (docs/security.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import orjson
@@ -29,15 +29,19 @@ from indexer.model.event import dump_json
 from indexer.redact.detect import marker
 from indexer.redact.policy import Redaction, detector
 
-__all__ = ["CONTEXT_EVENTS", "Stored", "delta_of", "redact_target"]
+__all__ = ["CONTEXT_EVENTS", "Around", "Stored", "delta_of", "redact_target"]
 
 CONTEXT_EVENTS: Final = 64
 """Stored events read on each side of a delta chunk to find its run: deltas are a few
 characters, so this is a few hundred characters of context on each side (a longer
 secret, a private key's body, is found only where its start is that near)."""
+CONTEXT_STEPS: Final = (16, CONTEXT_EVENTS - 16)
+"""How many of them each read takes, outward from the target (``_side``)."""
 
 Stored = tuple[int, str, bytes]
 """A stored event as ``redact_target`` reads it: seq, type, raw JSON."""
+Around = Callable[[int, int], Sequence[Stored]]
+"""Reads the session's stored events of seqs ``first``..``last`` (clipped to the log)."""
 
 _FIELDS: Final = {
     "text-delta": "text",
@@ -75,28 +79,41 @@ def delta_of(event: SessionEvent) -> tuple[tuple[Any, ...], str] | None:
     return _delta(event.data) if event.type == "assistant/chunk" else None
 
 
-def _run(around: Sequence[Stored], at: int, key: tuple[Any, ...]) -> list[tuple[int, str]]:
-    """(seq, delta) of every event in the run of ``around[at]``, in seq order: up to
-    ``2 * CONTEXT_EVENTS`` stored events are visited, each decoded once."""
-    run: list[tuple[int, str]] = []
-    for step in (-1, 1):
-        i = at + step
-        while 0 <= i < len(around):
-            seq, kind, raw = around[i]
-            if kind != "assistant/chunk":
-                break
-            i += step
+def _side(
+    around: Around, seq: int, step: int, key: tuple[Any, ...]
+) -> list[tuple[int, str]]:
+    """(seq, delta) of the run's members on one side of ``seq`` (``step`` -1 or 1): the
+    stored events beside it are visited outward, each decoded once, up to
+    ``CONTEXT_EVENTS`` of them, read ``CONTEXT_STEPS`` at a time — most runs end within
+    the first step, so most reads decode a quarter of the context."""
+    members: list[tuple[int, str]] = []
+    visited = 0
+    for size in CONTEXT_STEPS:
+        if step > 0:
+            wanted = range(seq + visited + 1, seq + visited + size + 1)
+        else:
+            wanted = range(seq - visited - 1, seq - visited - size - 1, -1)
+        first, last = min(wanted), max(wanted)
+        got = list(around(max(0, first), last)) if last >= 0 else []
+        if step < 0:
+            got.reverse()
+        for at, (member_seq, kind, raw) in zip(wanted, got, strict=False):
+            if member_seq != at or kind != "assistant/chunk":
+                return members
             data = orjson.loads(raw).get("data")
             chunk = _chunk(data)
             if chunk is None:
                 continue
             ctype = chunk.get("type")
             if isinstance(ctype, str) and ctype in _BOUNDS and chunk.get("index") == key[2]:
-                break
+                return members
             found = _chunk_delta(data, chunk)
             if found is not None and found[0] == key:
-                run.append((seq, found[1]))
-    return sorted(run)
+                members.append((member_seq, found[1]))
+        if len(got) < size:  # the log's first or last event
+            return members
+        visited += size
+    return members
 
 
 def _piece(text: str, start: int, spans: Sequence[tuple[int, int, str]]) -> str:
@@ -115,17 +132,16 @@ def _piece(text: str, start: int, spans: Sequence[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-def redact_target(
-    redaction: Redaction, target: SessionEvent, around: Sequence[Stored]
-) -> SessionEvent:
-    """``target`` (a delta chunk; ``around`` holds it) with what its run's secrets leave of
-    its delta; any other event unchanged."""
+def redact_target(redaction: Redaction, target: SessionEvent, around: Around) -> SessionEvent:
+    """``target`` (a delta chunk) with what its run's secrets leave of its delta; any
+    other event unchanged. ``around(first, last)`` reads the session's stored events of
+    those seqs (clipped to the log)."""
     found = delta_of(target) if redaction.active else None
     if found is None:
         return target
     key, text = found
-    at = next(i for i, (seq, _kind, _raw) in enumerate(around) if seq == target.seq)
-    run = sorted([*_run(around, at, key), (target.seq, text)])
+    beside = [*_side(around, target.seq, -1, key), *_side(around, target.seq, 1, key)]
+    run = sorted([*beside, (target.seq, text)])
     start = 0
     for seq, delta in run:
         if seq == target.seq:

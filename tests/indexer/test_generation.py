@@ -166,3 +166,22 @@ def test_an_id_list_answers_from_remembered_rows_as_the_sql_does(
     from_sql = filter_sessions(corpus._conn, filters)
     assert [r.header.id for r in from_rows] == [r.header.id for r in from_sql]
     assert from_rows == from_sql
+
+
+def test_a_reading_scope_checks_the_generation_once_and_the_next_read_after_it_again(
+    dirs: tuple[Store, StoreQueryService],
+) -> None:
+    store, service = dirs
+    store.apply(_header(header("s1", cwd="/w")))
+    store.apply(_events("s1", [title(0, "One")]))
+    store.commit()
+    with service.reading():
+        assert _title(service, "s1") == "One"
+        store.apply(_events("s1", [title(1, "Two")]))
+        store.commit()
+        with service.reading():  # nested: still the outer scope's generation
+            assert _title(service, "s1") == "One"
+        assert _title(service, "s1") == "One"
+        assert service.last_seq("s1") == 0
+    assert _title(service, "s1") == "Two"
+    assert service.last_seq("s1") == 1

@@ -4,13 +4,16 @@ holds, stops the target's read."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexer.model import SessionEvent
 from indexer.redact import Redaction
-from indexer.redact.chunks import Stored, redact_target
+from indexer.redact.chunks import CONTEXT_EVENTS, Around, Stored, _side, delta_of, redact_target
 
 SECRET = "sk-ant-api03-" + "Q7x9Kp2mZr4Tn8Wv" * 5 + "-AbCdEfGh"
 
@@ -28,6 +31,18 @@ def _stored(objs: list[dict[str, Any]]) -> list[Stored]:
     return [(o["seq"], o["type"], orjson.dumps(o)) for o in objs]
 
 
+def _around(stored: Sequence[Stored], reads: list[tuple[int, int]] | None = None) -> Around:
+    """A session's stored events as ``redact_target`` reads them (``reads`` records each
+    range asked for)."""
+
+    def read(first: int, last: int) -> list[Stored]:
+        if reads is not None:
+            reads.append((first, last))
+        return [s for s in stored if first <= s[0] <= last]
+
+    return read
+
+
 def _pieces(secret: str, size: int) -> list[str]:
     text = f"key: {secret} ok"
     return [text[i : i + size] for i in range(0, len(text), size)]
@@ -35,7 +50,7 @@ def _pieces(secret: str, size: int) -> list[str]:
 
 def _shown(objs: list[dict[str, Any]], at: int) -> str:
     target = SessionEvent.from_obj(objs[at])
-    shown = redact_target(Redaction("on"), target, _stored(objs))
+    shown = redact_target(Redaction("on"), target, _around(_stored(objs)))
     return str(shown.data["chunk"]["text"])
 
 
@@ -81,3 +96,92 @@ def test_a_block_bound_of_the_same_index_ends_the_run() -> None:
     objs += [_delta(half + 1 + i, p) for i, p in enumerate(pieces[half:])]
     joined = "".join(_shown(objs, i) for i in range(len(objs)) if i != half)
     assert joined == "".join(pieces)  # neither half holds the whole secret
+
+
+def test_a_run_longer_than_the_first_read_is_read_further_and_no_further() -> None:
+    """Deltas of three characters: the secret spans far more than the first read of
+    each side, and is still taken out of every delta; no read reaches past
+    ``CONTEXT_EVENTS`` from its target."""
+    pieces = _pieces(SECRET, 3)
+    objs = [_delta(i, piece) for i, piece in enumerate(pieces)]
+    stored = _stored(objs)
+    joined = ""
+    for i, obj in enumerate(objs):
+        reads: list[tuple[int, int]] = []
+        shown = redact_target(Redaction("on"), SessionEvent.from_obj(obj), _around(stored, reads))
+        joined += str(shown.data["chunk"]["text"])
+        assert all(i - CONTEXT_EVENTS <= lo and hi <= i + CONTEXT_EVENTS for lo, hi in reads)
+        assert len(reads) <= 4
+    assert SECRET not in joined and joined.startswith("key: [REDACTED:") and joined.endswith("] ok")
+
+
+def _reference_run(stored: Sequence[Stored], at: int, key: tuple[Any, ...]) -> list[int]:
+    """The seqs of the run's other members as one read of ``CONTEXT_EVENTS`` stored
+    events on each side finds them (the rule of ``indexer.redact.chunks``, walked over
+    the whole context at once)."""
+    seq = stored[at][0]
+    context = [s for s in stored if seq - CONTEXT_EVENTS <= s[0] <= seq + CONTEXT_EVENTS]
+    i0 = next(i for i, s in enumerate(context) if s[0] == seq)
+    members: list[int] = []
+    for step in (-1, 1):
+        i = i0 + step
+        while 0 <= i < len(context):
+            member_seq, kind, raw = context[i]
+            if kind != "assistant/chunk":
+                break
+            i += step
+            data = orjson.loads(raw)["data"]
+            chunk = data["chunk"]
+            if chunk["type"] in ("block-start", "block-end") and chunk["index"] == key[2]:
+                break
+            if chunk["type"] == "text-delta" and (1, 1, chunk["index"], "text-delta") == key:
+                members.append(member_seq)
+    return sorted(members)
+
+
+def test_a_run_longer_than_the_context_is_read_to_its_bound_on_each_side() -> None:
+    objs = [_delta(i, "a") for i in range(3 * CONTEXT_EVENTS)]
+    stored = _stored(objs)
+    for at in range(len(objs)):
+        found = delta_of(SessionEvent.from_obj(objs[at]))
+        assert found is not None
+        around = _around(stored)
+        walked = [*_side(around, at, -1, found[0]), *_side(around, at, 1, found[0])]
+        assert sorted(s for s, _ in walked) == _reference_run(stored, at, found[0])
+
+
+_KINDS = ["delta0", "delta0", "delta1", "usage", "end0", "end1", "message"]
+# runs short and long: long ones reach the context's bound, and cross reads
+_EVENTS = st.one_of(
+    st.lists(st.sampled_from(_KINDS), min_size=1, max_size=300),
+    st.lists(st.sampled_from(["delta0"] * 60 + _KINDS), min_size=1, max_size=300),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_EVENTS, st.data())
+def test_the_run_read_step_by_step_is_the_run_of_the_whole_context(
+    kinds: list[str], data: st.DataObject
+) -> None:
+    objs: list[dict[str, Any]] = []
+    for seq, kind in enumerate(kinds):
+        if kind.startswith("delta"):
+            objs.append(_chunk(seq, {"type": "text-delta", "index": int(kind[-1]), "text": "a"}))
+        elif kind.startswith("end"):
+            objs.append(_chunk(seq, {"type": "block-end", "index": int(kind[-1])}))
+        elif kind == "usage":
+            objs.append(_chunk(seq, {"type": "usage", "index": 0}))
+        else:
+            objs.append({"type": "user/message", "seq": seq, "time": seq, "data": {}})
+    deltas = [i for i, k in enumerate(kinds) if k.startswith("delta")]
+    if not deltas:
+        return
+    at = data.draw(st.sampled_from(deltas))
+    stored = _stored(objs)
+    target = SessionEvent.from_obj(objs[at])
+    found = delta_of(target)
+    assert found is not None
+    around = _around(stored)
+    key = found[0]
+    walked = sorted(s for s, _ in [*_side(around, at, -1, key), *_side(around, at, 1, key)])
+    assert walked == _reference_run(stored, at, key)

@@ -25,7 +25,6 @@ from worker.contract.errors import (
     SESSION_NOT_FOUND,
     UNAUTHORIZED,
     HarnessError,
-    missing_agent,
     no_current_step,
     unauthorized,
 )
@@ -53,12 +52,9 @@ class ResolvedCaller:
     step_seq: int | None = None
 
 
-def resolve_caller(
-    service: QueryService, caller: Caller | None, token: CancelToken
-) -> ResolvedCaller:
-    """The caller's stored header; no caller is MISSING_AGENT, an unknown one NOT_FOUND."""
-    if caller is None:
-        raise missing_agent()
+def resolve_caller(service: QueryService, caller: Caller, token: CancelToken) -> ResolvedCaller:
+    """The caller's stored header; an unknown one is NOT_FOUND (no caller at all is the
+    pipeline's MISSING_AGENT)."""
     session_id = caller.session_id
     record = boundary.call(
         token, "caller resolution", lambda: service.get_session(session_id)

@@ -89,10 +89,21 @@ def block_rows(events: Sequence[StoredEvent], codec: Codec, did: int, level: int
 class EventBlocks:
     """One connection's access to a data dir's event blocks."""
 
-    def __init__(self, conn: sqlite3.Connection, codec: Codec, dict_id: int = NO_DICTIONARY):
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        codec: Codec,
+        dict_id: int = NO_DICTIONARY,
+        *,
+        remember: bool = False,
+    ):
+        """``remember``: keep each block's decompressed payload for later reads through
+        this object (a reader's one query reads the same block more than once: a window,
+        then the stored events around its target); never for a long-lived writer."""
         self.conn = conn
         self.codec = codec
         self.dict_id = dict_id
+        self._payloads: dict[tuple[int, bytes], bytes] | None = {} if remember else None
         self.raw_appended = 0  # raw JSON bytes appended through this object (training)
         # The level of writes that are not rewrites of the open block (``blocks`` module
         # docstring); LEVEL while the dir has not trained its own dictionary, since
@@ -114,12 +125,20 @@ class EventBlocks:
 
     def payload(self, data: bytes, did: int) -> bytes:
         """A block's payload, decompressed with the dictionary its row names."""
+        remembered = self._payloads
+        if remembered is not None:
+            known = remembered.get((did, data))
+            if known is not None:
+                return known
         if not self.codec.knows(did):
             row = self.conn.execute("SELECT data FROM dictionaries WHERE id = ?", (did,)).fetchone()
             if row is None:
                 raise MissingDictionaryError(f"zstd dictionary {did} is missing from the data dir")
             self.codec.add(did, row[0])
-        return self.codec.decompress(data, did)
+        payload = self.codec.decompress(data, did)
+        if remembered is not None:
+            remembered[did, data] = payload
+        return payload
 
     def _decode(
         self, first_seq: int, did: int, data: bytes, start: int = 0, end: int = 2**63
