@@ -30,6 +30,17 @@ def dump_json(obj: Any) -> bytes:
             return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode()
 
 
+def load_json(raw: bytes) -> Any:
+    """The value of stored JSON (``dump_json``'s output): orjson, else the stdlib for the
+    one thing ``dump_json`` writes that orjson refuses to read, a lone UTF-16 surrogate
+    escape (a streamed delta that split a pair: ``\ud83d`` in one chunk, ``\ude00`` in
+    the next)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class SessionEvent:
     """A decoded event. ``obj`` is the whole event object in its original key order.

@@ -18,6 +18,7 @@ from indexer.errors import (
     SessionQueryError,
 )
 from indexer.model import SessionEvent, SessionHeader
+from indexer.model.event import load_json
 from indexer.model.header import is_safe_int
 from indexer.model.search import Surface
 from indexer.model.shapes import EventShapeError, check_message_shape
@@ -78,7 +79,7 @@ def trace_event(
     rep = conn.execute(
         "SELECT shadowed FROM replacements WHERE session_key = ? AND seq = ?", (key, seq)
     ).fetchone()
-    obj = orjson.loads(target.raw)
+    obj = load_json(target.raw)
     sources = obj.get("sourceEventSeqs")
     derived = [
         r[0]
@@ -138,7 +139,7 @@ def read_event(
         raise _not_found(session_id, seq)
     start, end = max(0, seq - b), min(next_seq - 1, seq + a)
     events = [
-        SessionEvent.from_obj(orjson.loads(e.raw), e.raw)
+        SessionEvent.from_obj(load_json(e.raw), e.raw)
         for e in blocks.read_range(key, start, end)
     ]
     for event in events:

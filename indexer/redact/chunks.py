@@ -22,10 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-import orjson
-
 from indexer.model import SessionEvent
-from indexer.model.event import dump_json
+from indexer.model.event import dump_json, load_json
 from indexer.redact.detect import marker
 from indexer.redact.policy import Redaction, detector
 
@@ -100,7 +98,7 @@ def _side(
         for at, (member_seq, kind, raw) in zip(wanted, got, strict=False):
             if member_seq != at or kind != "assistant/chunk":
                 return members
-            data = orjson.loads(raw).get("data")
+            data = load_json(raw).get("data")
             chunk = _chunk(data)
             if chunk is None:
                 continue

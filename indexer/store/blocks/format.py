@@ -153,22 +153,31 @@ def _run_body(head: bytes, times: Sequence[int], deltas: Sequence[bytes]) -> byt
     return meta + b"\n" + b"".join(deltas)
 
 
+RunMeta = tuple[int, bytes, int, list[int], list[int]]
+"""A chunk run's body, parsed: (where its deltas start, the shared head as stored
+between the envelope and the delta, first time, time gaps, delta lengths)."""
+
+
+def _run_meta(body: bytes) -> RunMeta:
+    cut = body.index(b"\n")
+    head_text, time, gaps, lengths = orjson.loads(body[:cut])
+    return cut + 1, b"," + head_text.encode(), time, gaps, lengths
+
+
 def _expand_run(
-    body: bytes, first_seq: int, start: int = 0, end: int = _NO_END
+    body: bytes, meta: RunMeta, first_seq: int, start: int = 0, end: int = _NO_END
 ) -> list[tuple[int, int, bytes]]:
     """(seq, time, raw JSON) of the members of a chunk run with ``start <= seq <= end``.
 
     A run holds up to ``BLOCK_EVENTS`` members and a read wants a few: the wanted
     members' first offset and time are sums over the ones before (C-speed), and only the
     wanted ones are visited."""
-    cut = body.index(b"\n")
-    head_text, time, gaps, lengths = orjson.loads(body[:cut])
-    head = b"," + head_text.encode()
+    deltas_at, head, time, gaps, lengths = meta
     first = max(0, start - first_seq)
     stop = min(len(lengths), end - first_seq + 1)
     if first >= stop:
         return []
-    pos = cut + 1 + sum(lengths[:first])
+    pos = deltas_at + sum(lengths[:first])
     time += sum(gaps[:first])
     out = []
     for k in range(first, stop):
@@ -263,29 +272,52 @@ def payload_fill(payload: bytes) -> tuple[int, int]:
     return sum(e[5] for e in entries), sum(max(1, e[3]) for e in entries)
 
 
+class Payload:
+    """A block's decompressed payload with its entry line parsed once, and each chunk
+    run's meta once it is read: a reader that reads one block more than once keeps it
+    (``EventBlocks(remember=True)``), so its later reads parse nothing again."""
+
+    __slots__ = ("_entries", "_runs", "data")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        cut = data.index(b"\n")
+        self._entries: list[tuple[Any, ...]] = []
+        pos = cut + 1
+        for etype, time, flags, count, size, _raw_size in orjson.loads(data[:cut]):
+            self._entries.append((etype, time, flags, count, size, pos))
+            pos += size
+        self._runs: dict[int, RunMeta] = {}
+
+    def events(self, first_seq: int, start: int = 0, end: int = _NO_END) -> list[StoredEvent]:
+        """The events with ``start <= seq <= end`` (default: all), in seq order, raw JSON
+        exactly as stored. Entries outside the range are skipped unread."""
+        data = self.data
+        seq = first_seq
+        out: list[StoredEvent] = []
+        for i, (etype, time, flags, count, size, pos) in enumerate(self._entries):
+            n = max(1, count)
+            if seq > end:
+                break
+            if seq + n - 1 >= start:
+                surface, indexed = SURFACES[flags >> 1], bool(flags & 1)
+                body = data[pos : pos + size]
+                if count == 0:
+                    out.append(StoredEvent(seq, etype, time, surface, indexed, body))
+                else:
+                    meta = self._runs.get(i)
+                    if meta is None:
+                        meta = self._runs[i] = _run_meta(body)
+                    for s, t, raw in _expand_run(body, meta, seq, start, end):
+                        out.append(StoredEvent(s, etype, t, surface, indexed, raw))
+            seq += n
+        return out
+
+
 def decode(payload: bytes, first_seq: int, start: int = 0, end: int = _NO_END) -> list[StoredEvent]:
     """The events of a block payload with ``start <= seq <= end`` (default: all), in seq
-    order, raw JSON exactly as stored. Entries outside the range are skipped unread."""
-    cut = payload.index(b"\n")
-    entries = orjson.loads(payload[:cut])
-    pos = cut + 1
-    seq = first_seq
-    out: list[StoredEvent] = []
-    for etype, time, flags, count, size, _raw_size in entries:
-        n = max(1, count)
-        if seq > end:
-            break
-        if seq + n - 1 >= start:
-            body = payload[pos : pos + size]
-            surface, indexed = SURFACES[flags >> 1], bool(flags & 1)
-            if count == 0:
-                out.append(StoredEvent(seq, etype, time, surface, indexed, body))
-            else:
-                for s, t, raw in _expand_run(body, seq, start, end):
-                    out.append(StoredEvent(s, etype, t, surface, indexed, raw))
-        pos += size
-        seq += n
-    return out
+    order, raw JSON exactly as stored (``Payload.events``)."""
+    return Payload(payload).events(first_seq, start, end)
 
 
 # ---- compression -------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from indexer.store.blocks.format import (
     NO_DICTIONARY,
     SEALED_LEVEL,
     Codec,
+    Payload,
     StoredEvent,
     append_payload,
     decode,
@@ -103,7 +104,7 @@ class EventBlocks:
         self.conn = conn
         self.codec = codec
         self.dict_id = dict_id
-        self._payloads: dict[tuple[int, bytes], bytes] | None = {} if remember else None
+        self._payloads: dict[tuple[int, bytes], Payload] | None = {} if remember else None
         self.raw_appended = 0  # raw JSON bytes appended through this object (training)
         # The level of writes that are not rewrites of the open block (``blocks`` module
         # docstring); LEVEL while the dir has not trained its own dictionary, since
@@ -125,25 +126,23 @@ class EventBlocks:
 
     def payload(self, data: bytes, did: int) -> bytes:
         """A block's payload, decompressed with the dictionary its row names."""
-        remembered = self._payloads
-        if remembered is not None:
-            known = remembered.get((did, data))
-            if known is not None:
-                return known
         if not self.codec.knows(did):
             row = self.conn.execute("SELECT data FROM dictionaries WHERE id = ?", (did,)).fetchone()
             if row is None:
                 raise MissingDictionaryError(f"zstd dictionary {did} is missing from the data dir")
             self.codec.add(did, row[0])
-        payload = self.codec.decompress(data, did)
-        if remembered is not None:
-            remembered[did, data] = payload
-        return payload
+        return self.codec.decompress(data, did)
 
     def _decode(
         self, first_seq: int, did: int, data: bytes, start: int = 0, end: int = 2**63
     ) -> list[StoredEvent]:
-        return decode(self.payload(data, did), first_seq, start, end)
+        remembered = self._payloads
+        if remembered is None:
+            return decode(self.payload(data, did), first_seq, start, end)
+        parsed = remembered.get((did, data))
+        if parsed is None:
+            parsed = remembered[did, data] = Payload(self.payload(data, did))
+        return parsed.events(first_seq, start, end)
 
     # ---- writes ----------------------------------------------------------------------------------
     def append(self, key: int, events: Sequence[StoredEvent]) -> None:

@@ -30,6 +30,7 @@ from indexer.errors import (
 from indexer.logs.envelope import check_envelope
 from indexer.logs.reader import SessionLog
 from indexer.model import SessionEvent, SessionHeader, parse_header
+from indexer.model.event import load_json
 from indexer.model.records import (
     DeleteRecord,
     EventsRecord,
@@ -61,7 +62,7 @@ class Applied:
 
 
 def _decode(raw: bytes) -> SessionEvent:
-    obj: dict[str, Any] = orjson.loads(raw)
+    obj: dict[str, Any] = load_json(raw)
     return SessionEvent.from_obj(obj, raw)
 
 

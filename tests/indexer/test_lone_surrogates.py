@@ -1,0 +1,76 @@
+"""Stored events holding a lone UTF-16 surrogate read back everywhere.
+
+A model streams text as deltas of a few characters, and a delta may end between the
+two halves of a surrogate pair (an emoji): each half is then a lone surrogate, which the
+log holds as a ``\\ud83d`` escape and the store keeps as such (``dump_json``). Every
+reader of stored events — the window and trace reads, the redaction of a delta's run,
+the writer's fold over stored events and its re-indexing — must read it back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from indexer.model.records import EventsRecord, HeaderRecord
+from indexer.query.service import StoreQueryService
+from indexer.store.records.store import Store
+from tests.builders import assistant, chunk, header, plain, user
+
+SID = "split-pair"
+EMOJI_HALVES = ("\ud83d", "\ude00")  # 😀 split over two deltas
+
+
+def _events(events: list[dict[str, Any]]) -> EventsRecord:
+    return EventsRecord(v=1, kind="events", session_id=SID, events=events)
+
+
+def _store(path: Path) -> Store:
+    store = Store(path)
+    store.apply(HeaderRecord(v=1, kind="header", header=header(SID, cwd="/w")))
+    store.apply(
+        _events(
+            [
+                plain(0, "turn/start", {"turn": 1}),
+                plain(1, "step/start", {"turn": 1, "step": 1}),
+                chunk(2, "smile "),
+                chunk(3, EMOJI_HALVES[0]),
+                chunk(4, EMOJI_HALVES[1]),
+                chunk(5, " done"),
+                user(6, "a lone \udc00 half, pasted"),
+            ]
+        )
+    )
+    store.commit()
+    return store
+
+
+def test_every_event_beside_a_split_pair_reads_and_traces(tmp_path: Path) -> None:
+    _store(tmp_path).close()
+    service = StoreQueryService(tmp_path)
+    try:
+        for seq in range(7):
+            window = service.read_event(SID, seq, before=3, after=3)
+            assert window.target.seq == seq
+            assert service.trace_event(SID, seq).target.seq == seq
+        texts = [service.read_event(SID, seq).target.data["chunk"]["text"] for seq in (3, 4)]
+        assert "".join(texts) == "".join(EMOJI_HALVES)
+    finally:
+        service.close()
+
+
+def test_the_writer_folds_and_reindexes_over_a_stored_lone_surrogate(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    try:
+        # a compaction that replaces the stored message: the fold reads it back
+        store.apply(_events([assistant(7, "summary of the lone half", op=(6, 6), sources=[6])]))
+        store.commit()
+        assert store.writer.reindex([SID]) > 0
+        store.commit()
+    finally:
+        store.close()
+    service = StoreQueryService(tmp_path)
+    try:
+        assert service.trace_event(SID, 6).replaced_by == 7
+    finally:
+        service.close()
