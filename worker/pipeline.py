@@ -100,23 +100,14 @@ class ToolCall:
     ) -> ToolCall:
         """A request envelope (Kafka, HTTP) as a call; no ``caller.session_id``, no caller."""
         ref = request.caller
-        caller = (
-            Caller(ref.session_id, ref.step_seq)
-            if ref is not None and ref.session_id is not None
-            else None
-        )
-        return cls(
-            request.id,
-            request.tool,
-            request.arguments,
-            caller,
-            min_seq=ref.min_seq if ref is not None else None,
-            timeout_ms=request.timeout_ms,
-            sent_ms=sent_ms,
-            token=ref.token if ref is not None else None,
-            workspace_key=workspace_key,
-            binding=Binding(request),
-        )
+        if ref is None:
+            return cls(request.id, request.tool, request.arguments, None,
+                       timeout_ms=request.timeout_ms, sent_ms=sent_ms,
+                       workspace_key=workspace_key, binding=Binding(request))  # fmt: skip
+        caller = Caller(ref.session_id, ref.step_seq) if ref.session_id is not None else None
+        return cls(request.id, request.tool, request.arguments, caller, min_seq=ref.min_seq,
+                   timeout_ms=request.timeout_ms, sent_ms=sent_ms, token=ref.token,
+                   workspace_key=workspace_key, binding=Binding(request))  # fmt: skip
 
 
 def deadline_for(
@@ -167,6 +158,7 @@ class Pipeline:
         self.in_flight = InFlight(bound=authenticator is not None)
         self._running = 0  # calls between step 3 and their reply (``_count_in_flight``)
         self._recent: dict[str, float] = {}  # tool -> recent run time, s (``_timed``)
+        self._observed: dict[tuple[str, str], tuple[Any, Any]] = {}  # metrics' children
 
     def deadline(self, tool: object, timeout_ms: Any, sent_ms: float | None = None) -> Deadline:
         """Step 2 for a call not made yet: a transport that shows the deadline (MCP
@@ -278,11 +270,8 @@ class Pipeline:
         too while its call is the only one in flight and the tool's recent runs were
         short (``LOOP_RUN_MAX_S``). A hand-off lets the loop serve other calls meanwhile
         (and Tantivy search beside them, without the GIL) but costs 0.2-0.6 ms of CPU on
-        a small VM (two wake-ups across cores, the GIL passed back and forth, the call's
-        data cold in the other core's cache: ``bench/bench_handoff.py``), more than a
-        small search itself. With no other call to serve, a short call on the loop only
-        makes a call arriving meanwhile wait for its end; a long one (a search of a large
-        index) is worth the hand-off, which keeps the loop free for what arrives."""
+        a small VM (``bench/bench_handoff.py``), more than a small search: alone, a short
+        call only delays one arriving meanwhile; a long one is worth the hand-off."""
         if tool.on_loop:
             return True
         return self._running <= 1 and self._recent.get(tool.name, 0.0) < LOOP_RUN_MAX_S
@@ -376,15 +365,9 @@ class Pipeline:
             interval = min(RYW_POLL_MAX_S, interval * 1.5)
 
     async def call(
-        self,
-        tool: Any,
-        arguments: Any,
-        caller: Caller | None,
-        *,
-        timeout_ms: int | None = None,
-        token: CancelToken | None = None,
-        deadline: Deadline | None = None,
-    ) -> ToolReply:
+        self, tool: Any, arguments: Any, caller: Caller | None, *, timeout_ms: int | None = None,
+        token: CancelToken | None = None, deadline: Deadline | None = None,
+    ) -> ToolReply:  # fmt: skip
         """An in-process call (``sessionq call``, tests): a ``ToolCall`` sent now."""
         request = ToolCall("in-process", tool, arguments, caller, timeout_ms=timeout_ms)
         return await self.answer(request, token=token, deadline=deadline)
@@ -397,9 +380,17 @@ class Pipeline:
             self.metrics.in_flight.inc(delta)
 
     def _observe(self, tool: Tool[Any] | None, reply: ToolReply, started: float) -> None:
+        """Count the call and its time; each (tool, outcome)'s children are looked up once
+        (outcomes are codes of a closed set)."""
         if self.metrics is None:
             return
         name = tool.name if tool is not None else "unknown"
         outcome = "ok" if reply.error is None else reply.error.code
-        self.metrics.requests.labels(name, outcome).inc()
-        self.metrics.request_seconds.labels(name).observe(time.perf_counter() - started)
+        children = self._observed.get((name, outcome))
+        if children is None:
+            children = self._observed[name, outcome] = (
+                self.metrics.requests.labels(name, outcome),
+                self.metrics.request_seconds.labels(name),
+            )
+        children[0].inc()
+        children[1].observe(time.perf_counter() - started)

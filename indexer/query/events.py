@@ -24,6 +24,7 @@ from indexer.model.search import Surface
 from indexer.model.shapes import EventShapeError, check_message_shape
 from indexer.query.sessions import SessionRow
 from indexer.query.types import EventRecord, EventTrace, EventWindow
+from indexer.store.blocks.payload import StoredGroup
 from indexer.store.blocks.table import EventBlocks
 
 __all__ = [
@@ -102,15 +103,13 @@ def trace_event(
     )
 
 
-def read_stored(
+def read_groups(
     blocks: EventBlocks, session_id: str, row: SessionRow | None, first: int, last: int
-) -> list[tuple[int, str, bytes]]:
-    """Seq, type and raw JSON of the session's stored events ``first``..``last`` (clipped
-    to the log), undecoded."""
+) -> list[StoredGroup]:
+    """The session's stored events ``first``..``last`` (clipped to the log), undecoded,
+    a chunk run's members as one group (``EventBlocks.read_groups``)."""
     _, next_seq, key = session_header(session_id, row)
-    return [
-        (e.seq, e.type, e.raw) for e in blocks.read_raw(key, max(0, first), min(next_seq - 1, last))
-    ]
+    return blocks.read_groups(key, max(0, first), min(next_seq - 1, last))
 
 
 def check_window_bound(name: str, value: Any, window_max: int) -> int:

@@ -220,7 +220,7 @@ class StoreQueryService:
         return redacted_window(
             generation.redaction,
             window,
-            lambda first, last: event_reads.read_stored(blocks, session_id, row, first, last),
+            lambda first, last: event_reads.read_groups(blocks, session_id, row, first, last),
         )
 
     def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]:

@@ -36,8 +36,12 @@ secret, a private key's body, is found only where its start is that near)."""
 CONTEXT_STEPS: Final = (16, CONTEXT_EVENTS - 16)
 """How many of them each read takes, outward from the target (``_side``)."""
 
-Stored = tuple[int, str, bytes]
-"""A stored event as ``redact_target`` reads it: seq, type, raw JSON."""
+Stored = tuple[int, str, bytes, "list[bytes] | None"]
+"""Stored events as ``redact_target`` reads them: the first one's seq, their type, the
+first one's raw JSON, and, for members of a chunk run — the same JSON but for seq, time
+and their last string value — each member's bytes between that value's quotes (None for
+one event): ``indexer.store.blocks.format.StoredGroup``. A run's members are judged
+once, by the first one's JSON."""
 Around = Callable[[int, int], Sequence[Stored]]
 """Reads the session's stored events of seqs ``first``..``last`` (clipped to the log)."""
 
@@ -77,41 +81,79 @@ def delta_of(event: SessionEvent) -> tuple[tuple[Any, ...], str] | None:
     return _delta(event.data) if event.type == "assistant/chunk" else None
 
 
-def _side(
-    around: Around, seq: int, step: int, key: tuple[Any, ...]
-) -> list[tuple[int, str]]:
+def _side(around: Around, seq: int, step: int, key: tuple[Any, ...]) -> list[tuple[int, str]]:
     """(seq, delta) of the run's members on one side of ``seq`` (``step`` -1 or 1): the
-    stored events beside it are visited outward, each decoded once, up to
-    ``CONTEXT_EVENTS`` of them, read ``CONTEXT_STEPS`` at a time — most runs end within
-    the first step, so most reads decode a quarter of the context."""
+    stored events beside it are visited outward, up to ``CONTEXT_EVENTS`` of them, read
+    ``CONTEXT_STEPS`` at a time (most runs end within the first)."""
     members: list[tuple[int, str]] = []
     visited = 0
     for size in CONTEXT_STEPS:
         if step > 0:
-            wanted = range(seq + visited + 1, seq + visited + size + 1)
+            lo, hi = seq + visited + 1, seq + visited + size
         else:
-            wanted = range(seq - visited - 1, seq - visited - size - 1, -1)
-        first, last = min(wanted), max(wanted)
-        got = list(around(max(0, first), last)) if last >= 0 else []
-        if step < 0:
-            got.reverse()
-        for at, (member_seq, kind, raw) in zip(wanted, got, strict=False):
-            if member_seq != at or kind != "assistant/chunk":
+            lo, hi = seq - visited - size, seq - visited - 1
+        stored = list(around(max(0, lo), hi)) if hi >= 0 else []
+        expect, got = (lo, 0) if step > 0 else (hi, 0)
+        for group in stored if step > 0 else reversed(stored):
+            first = group[0]
+            last = first + (0 if group[3] is None else len(group[3]) - 1)
+            if (first if step > 0 else last) != expect:
+                return members  # not the next seq: nothing is read past a gap
+            found = _judged(group, key)
+            if found is None:
                 return members
-            data = load_json(raw).get("data")
-            chunk = _chunk(data)
-            if chunk is None:
-                continue
-            ctype = chunk.get("type")
-            if isinstance(ctype, str) and ctype in _BOUNDS and chunk.get("index") == key[2]:
-                return members
-            found = _chunk_delta(data, chunk)
-            if found is not None and found[0] == key:
-                members.append((member_seq, found[1]))
-        if len(got) < size:  # the log's first or last event
+            members += found if step > 0 else reversed(found)
+            got += last - first + 1
+            expect = last + 1 if step > 0 else first - 1
+        if got < size:  # the log's first or last event
             return members
         visited += size
     return members
+
+
+def _judged(stored: Stored, key: tuple[Any, ...]) -> list[tuple[int, str]] | None:
+    """The (seq, delta) of the run members among ``stored`` (in seq order), or None when
+    the run ends at them: a non-chunk event, or a block bound of the run's index. A
+    chunk without a delta of the run (usage, another block's) neither joins nor ends it."""
+    first, kind, raw, deltas = stored
+    if kind != "assistant/chunk":
+        return None
+    data = load_json(raw).get("data")
+    chunk = _chunk(data)
+    if chunk is None:
+        return []
+    ctype = chunk.get("type")
+    if isinstance(ctype, str) and ctype in _BOUNDS and chunk.get("index") == key[2]:
+        return None
+    found = _chunk_delta(data, chunk)
+    if found is None or found[0] != key:
+        return []
+    if deltas is None:
+        return [(first, found[1])]
+    return list(enumerate(_run_texts(raw, deltas, _FIELDS[key[3]], found[1]), start=first))
+
+
+def _run_texts(raw: bytes, deltas: Sequence[bytes], field: str, first_text: str) -> list[str]:
+    """Each member's value of ``field``: the stored last string value when that is the
+    field — the first member's raw ends with it (a JSON reader keeps the last of
+    duplicate keys, so that is the value parsing gave) — else each member's JSON
+    rebuilt and parsed."""
+    tail = b'"}}}'
+    head = raw[: len(raw) - len(deltas[0]) - len(tail)]
+    if head.endswith(b'"' + field.encode() + b'":"'):
+        return [first_text, *(_string(d) for d in deltas[1:])]
+    texts = []
+    for delta in deltas:
+        data = load_json(head + delta + tail).get("data")
+        found = _delta(data)
+        texts.append("" if found is None else found[1])
+    return texts
+
+
+def _string(stored: bytes) -> str:
+    """The text of a JSON string's stored content (the bytes between its quotes)."""
+    text: str = load_json(b'"' + stored + b'"')
+    return text
 
 
 def _piece(text: str, start: int, spans: Sequence[tuple[int, int, str]]) -> str:

@@ -28,10 +28,10 @@ from indexer.store.blocks.format import (
     BLOCK_EVENTS,
     Codec,
     StoredEvent,
-    decode,
     encode,
     split_blocks,
 )
+from indexer.store.blocks.payload import decode
 from indexer.store.blocks.table import EventBlocks
 from indexer.store.layout import sqlite_path
 from indexer.store.records.store import Store
@@ -234,9 +234,10 @@ def test_an_exact_read_decompresses_one_block(tmp_path: Path, mode: str) -> None
         service.close()
 
 
-def test_raw_reads_return_the_stored_events_of_a_range(tmp_path: Path) -> None:
-    """``read_raw`` (the redaction's context reads) returns for any range what
-    ``read_range`` returns, less the replacement marks: the same seqs, types and bytes."""
+def test_group_reads_return_the_stored_events_of_a_range(tmp_path: Path) -> None:
+    """``read_groups`` (the redaction's context reads) holds for any range the events
+    ``read_range`` returns: the same seqs and types, each group's first raw JSON, and a
+    packed run's members' last string values as their raw JSON ends with them."""
     store = Store(tmp_path / "data")
     try:
         ingest_files(store, discover([CORPUS_DIR]))
@@ -247,13 +248,23 @@ def test_raw_reads_return_the_stored_events_of_a_range(tmp_path: Path) -> None:
         key, next_seq = conn.execute(
             "SELECT key, next_seq FROM sessions ORDER BY next_seq DESC LIMIT 1"
         ).fetchone()
-        blocks = EventBlocks(conn, Codec())
+        blocks = EventBlocks(conn, Codec(), remember=True)
         last = next_seq - 1
+        packed = 0
         for start, end in [(0, 0), (0, last), (5, 140), (last - 2, last + 10), (9, 8)]:
-            full = [(e.seq, e.type, e.raw) for e in blocks.read_range(key, start, end)]
-            raw = [(e.seq, e.type, e.raw) for e in blocks.read_raw(key, start, end)]
-            assert raw == full, (start, end)
-            assert len(raw) == max(0, min(end, next_seq - 1) - start + 1)
+            full = {e.seq: e for e in blocks.read_range(key, start, end)}
+            seqs: list[int] = []
+            for group in blocks.read_groups(key, start, end):
+                assert group.raw == full[group.first_seq].raw
+                members = [b""] if group.deltas is None else group.deltas
+                packed += group.deltas is not None
+                for seq, delta in enumerate(members, start=group.first_seq):
+                    assert full[seq].type == group.type
+                    assert full[seq].raw.endswith(delta + (b'"}}}' if delta else b""))
+                    seqs.append(seq)
+            assert seqs == sorted(full), (start, end)
+            assert len(seqs) == max(0, min(end, next_seq - 1) - start + 1)
+        assert packed > 0, "the longest real session holds packed chunk runs"
     finally:
         conn.close()
 

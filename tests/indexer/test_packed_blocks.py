@@ -13,8 +13,9 @@ import pytest
 from indexer.logs.reader import LogRejectedError, read_log, read_log_packed
 from indexer.model import SessionEvent
 from indexer.redact import OFF
-from indexer.store.blocks.format import BLOCK_EVENTS, Codec, decode
+from indexer.store.blocks.format import BLOCK_EVENTS, Codec
 from indexer.store.blocks.packed import packed_block_rows
+from indexer.store.blocks.payload import decode
 from indexer.store.blocks.table import block_rows
 from indexer.store.records.plan import plan_events, plan_packed
 

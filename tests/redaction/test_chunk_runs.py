@@ -8,12 +8,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from indexer.model import SessionEvent
+from indexer.model.event import dump_json
 from indexer.redact import Redaction
 from indexer.redact.chunks import CONTEXT_EVENTS, Around, Stored, _side, delta_of, redact_target
+from indexer.store.blocks.format import StoredEvent, encode, split_blocks
+from indexer.store.blocks.payload import Payload
 
 SECRET = "sk-ant-api03-" + "Q7x9Kp2mZr4Tn8Wv" * 5 + "-AbCdEfGh"
 
@@ -27,18 +31,25 @@ def _delta(seq: int, text: str) -> dict[str, Any]:
     return _chunk(seq, {"type": "text-delta", "index": 0, "text": text})
 
 
-def _stored(objs: list[dict[str, Any]]) -> list[Stored]:
-    return [(o["seq"], o["type"], orjson.dumps(o)) for o in objs]
+def _stored(objs: list[dict[str, Any]]) -> list[StoredEvent]:
+    return [
+        StoredEvent(o["seq"], o["type"], o["time"], "log-only", False, dump_json(o))
+        for o in objs
+    ]
 
 
-def _around(stored: Sequence[Stored], reads: list[tuple[int, int]] | None = None) -> Around:
-    """A session's stored events as ``redact_target`` reads them (``reads`` records each
-    range asked for)."""
+def _around(stored: Sequence[StoredEvent], reads: list[tuple[int, int]] | None = None) -> Around:
+    """A session's stored events as ``redact_target`` reads them, through the block
+    format (chunk runs packed, read back as groups); ``reads`` records each range."""
+    blocks = [(block[0].seq, Payload(encode(block))) for block in split_blocks(stored)]
 
     def read(first: int, last: int) -> list[Stored]:
         if reads is not None:
             reads.append((first, last))
-        return [s for s in stored if first <= s[0] <= last]
+        out: list[Stored] = []
+        for first_seq, payload in blocks:
+            out += payload.groups(first_seq, first, last)
+        return out
 
     return read
 
@@ -115,39 +126,40 @@ def test_a_run_longer_than_the_first_read_is_read_further_and_no_further() -> No
     assert SECRET not in joined and joined.startswith("key: [REDACTED:") and joined.endswith("] ok")
 
 
-def _reference_run(stored: Sequence[Stored], at: int, key: tuple[Any, ...]) -> list[int]:
+def _reference_run(stored: Sequence[StoredEvent], at: int, key: tuple[Any, ...]) -> list[int]:
     """The seqs of the run's other members as one read of ``CONTEXT_EVENTS`` stored
-    events on each side finds them (the rule of ``indexer.redact.chunks``, walked over
-    the whole context at once)."""
-    seq = stored[at][0]
-    context = [s for s in stored if seq - CONTEXT_EVENTS <= s[0] <= seq + CONTEXT_EVENTS]
-    i0 = next(i for i, s in enumerate(context) if s[0] == seq)
+    events on each side finds them (the rule of ``indexer.redact.chunks``, walked event
+    by event over the whole context at once)."""
+    seq = stored[at].seq
+    context = [s for s in stored if seq - CONTEXT_EVENTS <= s.seq <= seq + CONTEXT_EVENTS]
+    i0 = next(i for i, s in enumerate(context) if s.seq == seq)
     members: list[int] = []
     for step in (-1, 1):
         i = i0 + step
         while 0 <= i < len(context):
-            member_seq, kind, raw = context[i]
-            if kind != "assistant/chunk":
+            event = context[i]
+            if event.type != "assistant/chunk":
                 break
             i += step
-            data = orjson.loads(raw)["data"]
+            data = orjson.loads(event.raw)["data"]
             chunk = data["chunk"]
             if chunk["type"] in ("block-start", "block-end") and chunk["index"] == key[2]:
                 break
             if chunk["type"] == "text-delta" and (1, 1, chunk["index"], "text-delta") == key:
-                members.append(member_seq)
+                members.append(event.seq)
     return sorted(members)
 
 
 def test_a_run_longer_than_the_context_is_read_to_its_bound_on_each_side() -> None:
     objs = [_delta(i, "a") for i in range(3 * CONTEXT_EVENTS)]
     stored = _stored(objs)
+    around = _around(stored)
     for at in range(len(objs)):
         found = delta_of(SessionEvent.from_obj(objs[at]))
         assert found is not None
-        around = _around(stored)
         walked = [*_side(around, at, -1, found[0]), *_side(around, at, 1, found[0])]
         assert sorted(s for s, _ in walked) == _reference_run(stored, at, found[0])
+        assert {text for _, text in walked} == {"a"}
 
 
 _KINDS = ["delta0", "delta0", "delta1", "usage", "end0", "end1", "message"]
@@ -163,10 +175,13 @@ _EVENTS = st.one_of(
 def test_the_run_read_step_by_step_is_the_run_of_the_whole_context(
     kinds: list[str], data: st.DataObject
 ) -> None:
+    """Read through the block format (consecutive deltas packed, each with a text of
+    its own), the walk finds the members and texts a walk over every event finds."""
     objs: list[dict[str, Any]] = []
     for seq, kind in enumerate(kinds):
         if kind.startswith("delta"):
-            objs.append(_chunk(seq, {"type": "text-delta", "index": int(kind[-1]), "text": "a"}))
+            text = f"<{seq}\n\u00e9>"
+            objs.append(_chunk(seq, {"type": "text-delta", "index": int(kind[-1]), "text": text}))
         elif kind.startswith("end"):
             objs.append(_chunk(seq, {"type": "block-end", "index": int(kind[-1])}))
         elif kind == "usage":
@@ -178,10 +193,38 @@ def test_the_run_read_step_by_step_is_the_run_of_the_whole_context(
         return
     at = data.draw(st.sampled_from(deltas))
     stored = _stored(objs)
-    target = SessionEvent.from_obj(objs[at])
-    found = delta_of(target)
+    found = delta_of(SessionEvent.from_obj(objs[at]))
     assert found is not None
     around = _around(stored)
     key = found[0]
-    walked = sorted(s for s, _ in [*_side(around, at, -1, key), *_side(around, at, 1, key)])
-    assert walked == _reference_run(stored, at, key)
+    walked = sorted([*_side(around, at, -1, key), *_side(around, at, 1, key)])
+    expected = _reference_run(stored, at, key)
+    assert walked == [(seq, objs[seq]["data"]["chunk"]["text"]) for seq in expected]
+
+
+@pytest.mark.parametrize("escaped_key", [False, True])
+def test_a_packed_run_whose_last_string_is_not_the_delta_reads_each_member(
+    escaped_key: bool,
+) -> None:
+    """A chunk run is packed by its last string value; where that is not plainly the
+    delta field — a later string, or the field's key spelled with an escape — each
+    member's own JSON says what its delta is."""
+    objs = []
+    for seq in range(6):  # a run packs members that differ in their last string only
+        if escaped_key:
+            chunk = {"type": "text-delta", "index": 0, "text": f"t{seq}"}
+        else:
+            chunk = {"type": "text-delta", "index": 0, "text": "same", "note": f"n{seq}"}
+        objs.append(_chunk(seq, chunk))
+    stored = _stored(objs)
+    if escaped_key:  # dump_json writes the key plainly: spell it with an escape
+        stored = [e._replace(raw=e.raw.replace(b'"text":', b'"te\\u0078t":')) for e in stored]
+    around = _around(stored)
+    assert len(around(0, 5)) == 1, "the six chunks are stored as one packed run"
+    target = SessionEvent.from_obj(orjson.loads(stored[2].raw), stored[2].raw)
+    found = delta_of(target)
+    assert found is not None
+    walked = sorted([*_side(around, 2, -1, found[0]), *_side(around, 2, 1, found[0])])
+    expected = [f"t{s}" if escaped_key else "same" for s in range(6)]
+    assert found[1] == expected[2]
+    assert walked == [(s, expected[s]) for s in range(6) if s != 2]

@@ -20,6 +20,8 @@ Chunks are most of a session's events and most of their bytes are the repeated
 envelope. An append keeps the stored entries and adds its own, so the block boundaries
 depend on the events only, the entries inside a block on how appends were grouped.
 
+Reading a payload back is ``indexer.store.blocks.payload``'s.
+
 Compression uses a zstd dictionary: a new data dir starts with the one the package
 ships (``zstd.dict``, trained on real logs by ``worker/devtools/zstd_dictionary.py``)
 and, once it holds enough events, trains its own (``indexer.store.blocks.dictionaries``).
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Final, NamedTuple
 
@@ -56,7 +58,7 @@ SHIPPED_DICTIONARY: Final = "zstd.dict"
 NO_DICTIONARY: Final = 0
 
 SURFACES: Final = ("current", "log-only", "shadowed")
-_NO_END: Final = 2**63
+NO_END: Final = 2**63
 _SURFACE_CODE: Final = {s: i for i, s in enumerate(SURFACES)}
 _CHUNK: Final = "assistant/chunk"
 _TEXT_DELTAS: Final = frozenset({"text-delta", "reasoning-delta"})
@@ -120,30 +122,30 @@ def split_blocks(
 # is ``"data":{...,"chunk":{...,"<key>":"`` + delta + ``"}}}``; a run keeps the shared
 # head of rest once and each member's delta bytes. Reads concatenate the pieces, so a
 # member reads back exactly the bytes it was stored from.
-_CHUNK_HEAD: Final = b'{"type":"assistant/chunk","seq":'
-_TIME: Final = b',"time":'
-_HEAD_LEN: Final = len(_CHUNK_HEAD)
-_TIME_LEN: Final = len(_TIME)
-_CHUNK_TAIL: Final = b'"}}}'
+CHUNK_HEAD: Final = b'{"type":"assistant/chunk","seq":'
+CHUNK_TIME: Final = b',"time":'
+CHUNK_HEAD_LEN: Final = len(CHUNK_HEAD)
+CHUNK_TIME_LEN: Final = len(CHUNK_TIME)
+CHUNK_TAIL: Final = b'"}}}'
 
 
 def _chunk_parts(event: StoredEvent) -> tuple[bytes, bytes] | None:
     """(shared head, delta) of a chunk's raw JSON, or ``None`` when it is laid out
     otherwise (then it is stored raw)."""
     raw = event.raw
-    if not raw.startswith(_CHUNK_HEAD) or not raw.endswith(_CHUNK_TAIL):
+    if not raw.startswith(CHUNK_HEAD) or not raw.endswith(CHUNK_TAIL):
         return None
     seq, time = b"%d" % event.seq, b"%d" % event.time
-    i = _HEAD_LEN + len(seq)
-    j = i + _TIME_LEN + len(time)
-    if raw[_HEAD_LEN:i] != seq or raw[i:j] != _TIME + time or raw[j : j + 1] != b",":
+    i = CHUNK_HEAD_LEN + len(seq)
+    j = i + CHUNK_TIME_LEN + len(time)
+    if raw[CHUNK_HEAD_LEN:i] != seq or raw[i:j] != CHUNK_TIME + time or raw[j : j + 1] != b",":
         return None
     rest = raw[j + 1 :]
     # The delta is the last string value: a quote inside a JSON string is always \".
     cut = rest.rfind(b':"') + 2
-    if cut < 2 or cut > len(rest) - len(_CHUNK_TAIL):
+    if cut < 2 or cut > len(rest) - len(CHUNK_TAIL):
         return None
-    return rest[:cut], rest[cut : -len(_CHUNK_TAIL)]
+    return rest[:cut], rest[cut : -len(CHUNK_TAIL)]
 
 
 def _run_body(head: bytes, times: Sequence[int], deltas: Sequence[bytes]) -> bytes:
@@ -153,54 +155,15 @@ def _run_body(head: bytes, times: Sequence[int], deltas: Sequence[bytes]) -> byt
     return meta + b"\n" + b"".join(deltas)
 
 
-RunMeta = tuple[int, bytes, int, list[int], list[int]]
-"""A chunk run's body, parsed: (where its deltas start, the shared head as stored
-between the envelope and the delta, first time, time gaps, delta lengths)."""
-
-
-def _run_meta(body: bytes) -> RunMeta:
-    cut = body.index(b"\n")
-    head_text, time, gaps, lengths = orjson.loads(body[:cut])
-    return cut + 1, b"," + head_text.encode(), time, gaps, lengths
-
-
-def _expand_run(
-    body: bytes, meta: RunMeta, first_seq: int, start: int = 0, end: int = _NO_END
-) -> list[tuple[int, int, bytes]]:
-    """(seq, time, raw JSON) of the members of a chunk run with ``start <= seq <= end``.
-
-    A run holds up to ``BLOCK_EVENTS`` members and a read wants a few: the wanted
-    members' first offset and time are sums over the ones before (C-speed), and only the
-    wanted ones are visited."""
-    deltas_at, head, time, gaps, lengths = meta
-    first = max(0, start - first_seq)
-    stop = min(len(lengths), end - first_seq + 1)
-    if first >= stop:
-        return []
-    pos = deltas_at + sum(lengths[:first])
-    time += sum(gaps[:first])
-    out = []
-    for k in range(first, stop):
-        if k > first:
-            time += gaps[k - 1]
-        size = lengths[k]
-        seq = first_seq + k
-        delta = body[pos : pos + size]
-        raw = b"".join((_CHUNK_HEAD, b"%d" % seq, _TIME, b"%d" % time, head, delta, _CHUNK_TAIL))
-        out.append((seq, time, raw))
-        pos += size
-    return out
-
-
 def _continues(event: StoredEvent, head: bytes, surface: str, indexed: bool) -> bytes | None:
     """The delta of ``event`` when it continues a chunk run with ``head``: exactly its
     envelope, the head, a delta and the tail (reads rebuild it by that concatenation)."""
     if event.type != _CHUNK or event.surface != surface or event.indexed != indexed:
         return None
     raw = event.raw
-    prefix = b"".join((_CHUNK_HEAD, b"%d" % event.seq, _TIME, b"%d" % event.time, b",", head))
-    tail = len(_CHUNK_TAIL)
-    if len(raw) < len(prefix) + tail or not (raw.startswith(prefix) and raw.endswith(_CHUNK_TAIL)):
+    prefix = b"".join((CHUNK_HEAD, b"%d" % event.seq, CHUNK_TIME, b"%d" % event.time, b",", head))
+    tail = len(CHUNK_TAIL)
+    if len(raw) < len(prefix) + tail or not (raw.startswith(prefix) and raw.endswith(CHUNK_TAIL)):
         return None
     return raw[len(prefix) : -tail]
 
@@ -272,54 +235,6 @@ def payload_fill(payload: bytes) -> tuple[int, int]:
     return sum(e[5] for e in entries), sum(max(1, e[3]) for e in entries)
 
 
-class Payload:
-    """A block's decompressed payload with its entry line parsed once, and each chunk
-    run's meta once it is read: a reader that reads one block more than once keeps it
-    (``EventBlocks(remember=True)``), so its later reads parse nothing again."""
-
-    __slots__ = ("_entries", "_runs", "data")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        cut = data.index(b"\n")
-        self._entries: list[tuple[Any, ...]] = []
-        pos = cut + 1
-        for etype, time, flags, count, size, _raw_size in orjson.loads(data[:cut]):
-            self._entries.append((etype, time, flags, count, size, pos))
-            pos += size
-        self._runs: dict[int, RunMeta] = {}
-
-    def events(self, first_seq: int, start: int = 0, end: int = _NO_END) -> list[StoredEvent]:
-        """The events with ``start <= seq <= end`` (default: all), in seq order, raw JSON
-        exactly as stored. Entries outside the range are skipped unread."""
-        data = self.data
-        seq = first_seq
-        out: list[StoredEvent] = []
-        for i, (etype, time, flags, count, size, pos) in enumerate(self._entries):
-            n = max(1, count)
-            if seq > end:
-                break
-            if seq + n - 1 >= start:
-                surface, indexed = SURFACES[flags >> 1], bool(flags & 1)
-                body = data[pos : pos + size]
-                if count == 0:
-                    out.append(StoredEvent(seq, etype, time, surface, indexed, body))
-                else:
-                    meta = self._runs.get(i)
-                    if meta is None:
-                        meta = self._runs[i] = _run_meta(body)
-                    for s, t, raw in _expand_run(body, meta, seq, start, end):
-                        out.append(StoredEvent(s, etype, t, surface, indexed, raw))
-            seq += n
-        return out
-
-
-def decode(payload: bytes, first_seq: int, start: int = 0, end: int = _NO_END) -> list[StoredEvent]:
-    """The events of a block payload with ``start <= seq <= end`` (default: all), in seq
-    order, raw JSON exactly as stored (``Payload.events``)."""
-    return Payload(payload).events(first_seq, start, end)
-
-
 # ---- compression -------------------------------------------------------------------------------
 def shipped_dictionary() -> bytes:
     """The dictionary the package ships (trained by ``worker/devtools/zstd_dictionary.py``)."""
@@ -384,11 +299,3 @@ class Codec:
                 ctx = zstandard.ZstdDecompressor(dict_data=self._dictionaries[did])
             contexts[("d", did, 0)] = ctx
         return bytes(ctx.decompress(data))
-
-
-def window(blocks: Iterable[list[StoredEvent]], start: int, end: int) -> Iterator[StoredEvent]:
-    """The events with ``start <= seq <= end`` of decoded blocks, in order."""
-    for block in blocks:
-        for event in block:
-            if start <= event.seq <= end:
-                yield event

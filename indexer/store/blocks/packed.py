@@ -21,10 +21,10 @@ from indexer.logs.chunks import PackedChunks
 from indexer.model.event import dump_json
 from indexer.store.blocks.format import (
     _CHUNK,
-    _CHUNK_HEAD,
-    _CHUNK_TAIL,
     _SURFACE_CODE,
-    _TIME,
+    CHUNK_HEAD,
+    CHUNK_TAIL,
+    CHUNK_TIME,
     BlockCuts,
     Codec,
     StoredEvent,
@@ -37,7 +37,7 @@ from indexer.store.blocks.table import BlockRow
 
 _MEMBER_SURFACE: Final = "log-only"  # a chunk is never surface-eligible, never has text
 _MEMBER_FLAGS: Final = _SURFACE_CODE[_MEMBER_SURFACE] * 2
-_ENVELOPE_BYTES: Final = len(_CHUNK_HEAD) + len(_TIME) + 1 + len(_CHUNK_TAIL)
+_ENVELOPE_BYTES: Final = len(CHUNK_HEAD) + len(CHUNK_TIME) + 1 + len(CHUNK_TAIL)
 
 
 @dataclass(slots=True)
@@ -56,14 +56,14 @@ class _Members:
     def raw(self, k: int) -> bytes:
         return b"".join(
             (
-                _CHUNK_HEAD,
+                CHUNK_HEAD,
                 b"%d" % (self.seq0 + k),
-                _TIME,
+                CHUNK_TIME,
                 b"%d" % self.times[k],
                 b",",
                 self.head,
                 self.deltas[k],
-                _CHUNK_TAIL,
+                CHUNK_TAIL,
             )
         )
 
@@ -81,8 +81,8 @@ def _row_parts(row: PackedChunks) -> tuple[bytes, list[bytes]] | None:
     except TypeError:
         return None
     first = dump_json(row.member(0))
-    envelope = b"%s%d%s%d," % (_CHUNK_HEAD, row.seq0, _TIME, row.times[0])
-    end = deltas[0] + _CHUNK_TAIL
+    envelope = b"%s%d%s%d," % (CHUNK_HEAD, row.seq0, CHUNK_TIME, row.times[0])
+    end = deltas[0] + CHUNK_TAIL
     if not (first.startswith(envelope) and first.endswith(end)):
         return None
     return first[len(envelope) : len(first) - len(end)], deltas

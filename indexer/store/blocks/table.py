@@ -22,15 +22,14 @@ from indexer.store.blocks.format import (
     NO_DICTIONARY,
     SEALED_LEVEL,
     Codec,
-    Payload,
     StoredEvent,
     append_payload,
-    decode,
     encode,
     is_full,
     payload_fill,
     split_blocks,
 )
+from indexer.store.blocks.payload import Payload, StoredGroup, decode
 
 _T = TypeVar("_T")
 
@@ -136,13 +135,19 @@ class EventBlocks:
     def _decode(
         self, first_seq: int, did: int, data: bytes, start: int = 0, end: int = 2**63
     ) -> list[StoredEvent]:
-        remembered = self._payloads
-        if remembered is None:
+        if self._payloads is None:
             return decode(self.payload(data, did), first_seq, start, end)
-        parsed = remembered.get((did, data))
+        return self._payload_of(did, data).events(first_seq, start, end)
+
+    def _payload_of(self, did: int, data: bytes) -> Payload:
+        """The parsed payload of a block row (kept when this object remembers)."""
+        remembered = self._payloads
+        parsed = None if remembered is None else remembered.get((did, data))
         if parsed is None:
-            parsed = remembered[did, data] = Payload(self.payload(data, did))
-        return parsed.events(first_seq, start, end)
+            parsed = Payload(self.payload(data, did))
+            if remembered is not None:
+                remembered[did, data] = parsed
+        return parsed
 
     # ---- writes ----------------------------------------------------------------------------------
     def append(self, key: int, events: Sequence[StoredEvent]) -> None:
@@ -242,11 +247,16 @@ class EventBlocks:
         return [_view(event, marks.get(event.seq)) for event in self._stored(key, start, end)]
 
     @_retrying
-    def read_raw(self, key: int, start: int, end: int) -> list[StoredEvent]:
-        """The stored events with ``start <= seq <= end``, in seq order, as stored: no
-        replacement marks (their ``surface`` is the stored one), for readers that want
-        the raw JSON only."""
-        return self._stored(key, start, end) if start <= end else []
+    def read_groups(self, key: int, start: int, end: int) -> list[StoredGroup]:
+        """The stored events with ``start <= seq <= end``, in seq order, as stored (no
+        replacement marks), as ``StoredGroup``s: a chunk run's members one group, for
+        readers that walk many events of a range (the redaction of a delta's run)."""
+        out: list[StoredGroup] = []
+        if start > end:
+            return out
+        for first_seq, did, data in self._blocks(key, start, end):
+            out += self._payload_of(did, data).groups(first_seq, start, end)
+        return out
 
     def _stored(self, key: int, start: int, end: int) -> list[StoredEvent]:
         out: list[StoredEvent] = []

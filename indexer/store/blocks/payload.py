@@ -1,0 +1,154 @@
+"""Reading block payloads (the format: ``indexer.store.blocks.format``): a payload's
+entry line parsed once (``Payload``), the events of a seq range rebuilt byte for byte
+(``events``, ``decode``), or handed out as groups whose chunk runs are not rebuilt
+(``groups``, ``StoredGroup``)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import orjson
+
+from indexer.store.blocks.format import (
+    CHUNK_HEAD,
+    CHUNK_TAIL,
+    CHUNK_TIME,
+    NO_END,
+    SURFACES,
+    StoredEvent,
+)
+
+__all__ = ["Payload", "StoredGroup", "decode"]
+
+
+class StoredGroup(NamedTuple):
+    """Consecutive stored events of one block entry, for readers that walk many of them
+    (the redaction of a delta's run): one event (``deltas`` None), or members of a chunk
+    run, which are the same JSON but for seq, time and their last string value — stored
+    as ``deltas``, each the bytes between that value's quotes, so that ``raw`` (the
+    first member's raw JSON) decoded once tells what every member holds."""
+
+    first_seq: int
+    type: str
+    raw: bytes
+    deltas: list[bytes] | None
+
+
+RunMeta = tuple[int, bytes, int, list[int], list[int]]
+"""A chunk run's body, parsed: (where its deltas start, the shared head as stored
+between the envelope and the delta, first time, time gaps, delta lengths)."""
+
+
+def _run_meta(body: bytes) -> RunMeta:
+    cut = body.index(b"\n")
+    head_text, time, gaps, lengths = orjson.loads(body[:cut])
+    return cut + 1, b"," + head_text.encode(), time, gaps, lengths
+
+
+def _expand_run(
+    body: bytes, meta: RunMeta, first_seq: int, start: int = 0, end: int = NO_END
+) -> list[tuple[int, int, bytes]]:
+    """(seq, time, raw JSON) of the members of a chunk run with ``start <= seq <= end``.
+
+    A run holds up to ``BLOCK_EVENTS`` members and a read wants a few: the wanted
+    members' first offset and time are sums over the ones before (C-speed), and only the
+    wanted ones are visited."""
+    deltas_at, head, time, gaps, lengths = meta
+    first = max(0, start - first_seq)
+    stop = min(len(lengths), end - first_seq + 1)
+    if first >= stop:
+        return []
+    pos = deltas_at + sum(lengths[:first])
+    time += sum(gaps[:first])
+    out = []
+    for k in range(first, stop):
+        if k > first:
+            time += gaps[k - 1]
+        size = lengths[k]
+        seq = first_seq + k
+        delta = body[pos : pos + size]
+        raw = b"".join((CHUNK_HEAD, b"%d" % seq, CHUNK_TIME, b"%d" % time, head, delta, CHUNK_TAIL))
+        out.append((seq, time, raw))
+        pos += size
+    return out
+
+
+class Payload:
+    """A block's decompressed payload with its entry line parsed once, and each chunk
+    run's meta once it is read: a reader that reads one block more than once keeps it
+    (``EventBlocks(remember=True)``), so its later reads parse nothing again."""
+
+    __slots__ = ("_entries", "_runs", "data")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        cut = data.index(b"\n")
+        self._entries: list[tuple[Any, ...]] = []
+        pos = cut + 1
+        for etype, time, flags, count, size, _raw_size in orjson.loads(data[:cut]):
+            self._entries.append((etype, time, flags, count, size, pos))
+            pos += size
+        self._runs: dict[int, RunMeta] = {}
+
+    def events(self, first_seq: int, start: int = 0, end: int = NO_END) -> list[StoredEvent]:
+        """The events with ``start <= seq <= end`` (default: all), in seq order, raw JSON
+        exactly as stored. Entries outside the range are skipped unread."""
+        data = self.data
+        seq = first_seq
+        out: list[StoredEvent] = []
+        for i, (etype, time, flags, count, size, pos) in enumerate(self._entries):
+            n = max(1, count)
+            if seq > end:
+                break
+            if seq + n - 1 >= start:
+                surface, indexed = SURFACES[flags >> 1], bool(flags & 1)
+                body = data[pos : pos + size]
+                if count == 0:
+                    out.append(StoredEvent(seq, etype, time, surface, indexed, body))
+                else:
+                    meta = self._runs.get(i)
+                    if meta is None:
+                        meta = self._runs[i] = _run_meta(body)
+                    for s, t, raw in _expand_run(body, meta, seq, start, end):
+                        out.append(StoredEvent(s, etype, t, surface, indexed, raw))
+            seq += n
+        return out
+
+
+    def groups(self, first_seq: int, start: int, end: int) -> list[StoredGroup]:
+        """The events with ``start <= seq <= end`` as ``StoredGroup``s, in seq order: a
+        chunk run's wanted members are one group, with no member's JSON rebuilt but the
+        first one's."""
+        data = self.data
+        seq = first_seq
+        out: list[StoredGroup] = []
+        for i, (etype, _time, _flags, count, size, pos) in enumerate(self._entries):
+            n = max(1, count)
+            if seq > end:
+                break
+            if seq + n - 1 >= start:
+                body = data[pos : pos + size]
+                if count == 0:
+                    out.append(StoredGroup(seq, etype, body, None))
+                else:
+                    meta = self._runs.get(i)
+                    if meta is None:
+                        meta = self._runs[i] = _run_meta(body)
+                    first = max(start, seq)
+                    [(_s, _t, raw)] = _expand_run(body, meta, seq, first, first)
+                    deltas_at, _head, _first_time, _gaps, lengths = meta
+                    k, stop = first - seq, min(n, end - seq + 1)
+                    at = deltas_at + sum(lengths[:k])
+                    deltas = []
+                    for size_k in lengths[k:stop]:
+                        deltas.append(body[at : at + size_k])
+                        at += size_k
+                    out.append(StoredGroup(first, etype, raw, deltas))
+            seq += n
+        return out
+
+
+def decode(payload: bytes, first_seq: int, start: int = 0, end: int = NO_END) -> list[StoredEvent]:
+    """The events of a block payload with ``start <= seq <= end`` (default: all), in seq
+    order, raw JSON exactly as stored (``Payload.events``)."""
+    return Payload(payload).events(first_seq, start, end)
