@@ -5,6 +5,7 @@ searchable), traces show each child under its parent, authorization is the works
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import orjson
@@ -86,6 +87,8 @@ async def test_an_orphan_subagent_is_kept_with_its_missing_parent_named(tools: T
     search = await tools.text("session_search", {"query": "ORPHAN_FIG"}, CC_MAIN)
     assert "   Source agent: claude-code" in search
     assert f"Session {CC_ORPHAN} — " in search
+    # its own line, between the hit's creation time and its parent
+    assert re.search("\n   Created: [^\n]+\n   Source agent: claude-code\n   Parent: ", search)
 
 
 def _reader(target: str) -> str:

@@ -70,6 +70,12 @@ def source_agent_lines(header: SessionHeader, indent: str) -> list[str]:
     return [f"{indent}Source agent: {header.source_agent}"]
 
 
+def _source_agent_line(header: SessionHeader, indent: str) -> str:
+    """``source_agent_lines`` as text to follow a line: a newline and the line, or ""."""
+    lines = source_agent_lines(header, indent)
+    return f"\n{lines[0]}" if lines else ""
+
+
 def seq_list(values: Sequence[int]) -> str:
     return ", ".join(str(v) for v in values) if values else "none"
 
@@ -103,23 +109,22 @@ def session_search(
 ) -> str:
     if not hits:
         return EMPTY_SESSION_SEARCH
-    lines = [f"Session search results ({len(hits)}):"]
+    # one text per hit (a hit is most of a reply): a blank line, then its lines
+    blocks = [f"Session search results ({len(hits)}):"]
     for index, hit in enumerate(hits, start=1):
         header, best = hit.record.header, hit.best
         parent_text = shown_parent(header.parent_session, authorized_parents) or "root"
-        lines += [
-            "",
-            f"{index}. Session {header.id} — {title_text(titles[header.id])}",
-            f"   Created: {iso(header.created_at)}",
-            *source_agent_lines(header, "   "),
-            f"   Parent: {parent_text}",
-            f"   Availability: {availability_text(hit.record)}",
-            f"   Best match: seq {best.seq} | {best.type} | {best.surface} | {iso(best.time)}",
-            f"   Snippet: {best.snippet}",
-        ]
+        blocks.append(
+            f"\n{index}. Session {header.id} — {title_text(titles[header.id])}"
+            f"\n   Created: {iso(header.created_at)}{_source_agent_line(header, '   ')}"
+            f"\n   Parent: {parent_text}"
+            f"\n   Availability: {availability_text(hit.record)}"
+            f"\n   Best match: seq {best.seq} | {best.type} | {best.surface} | {iso(best.time)}"
+            f"\n   Snippet: {best.snippet}"
+        )
     if capped:
-        lines += ["", CAP_REACHED]
-    return "\n".join(lines)
+        blocks.append(f"\n{CAP_REACHED}")
+    return "\n".join(blocks)
 
 
 # ---- session_event_search (§10.2) --------------------------------------------------------------
