@@ -99,8 +99,10 @@ def _member(path: str, key: str) -> str:
     return key if path == "" else f"{path}.{key}"
 
 
-def _violations(node: dict[str, Any], value: Any, path: str) -> list[str]:
-    """Upstream ``checkValue`` for the subset the five schemas use (depth = schema depth)."""
+def _violations(node: dict[str, Any], value: Any, path: str, lossless: bool) -> list[str]:
+    """Upstream ``checkValue`` for the subset the five schemas use (depth = schema depth).
+    ``lossless``: the whole value is known to be lossless JSON, so no part needs the
+    check again."""
     kind = node.get("type")
     if kind == "object":
         if not isinstance(value, dict):
@@ -112,12 +114,10 @@ def _violations(node: dict[str, Any], value: Any, path: str) -> list[str]:
         ]
         for key, child in node.get("properties", {}).items():
             if key in value:
-                found.extend(_violations(child, value[key], _member(path, key)))
-        if found:
+                found.extend(_violations(child, value[key], _member(path, key), lossless))
+        if found or lossless or is_lossless_json(value):
             return found
-        return (
-            [] if is_lossless_json(value) else [f'"{_shown(path)}" must be a lossless JSON object']
-        )
+        return [f'"{_shown(path)}" must be a lossless JSON object']
     if kind == "array":
         if not isinstance(value, (list, tuple)):
             return [f'"{_shown(path)}" must be an array']
@@ -125,14 +125,10 @@ def _violations(node: dict[str, Any], value: Any, path: str) -> list[str]:
         found = []
         if items is not None:
             for index, entry in enumerate(value):
-                found.extend(_violations(items, entry, f"{path}[{index}]"))
-        if found:
+                found.extend(_violations(items, entry, f"{path}[{index}]", lossless))
+        if found or lossless or is_lossless_json(value):
             return found
-        return (
-            []
-            if is_lossless_json(value)
-            else [f'"{_shown(path)}" must be a dense lossless JSON array']
-        )
+        return [f'"{_shown(path)}" must be a dense lossless JSON array']
     if kind == "string":
         if not isinstance(value, str):
             return [f'"{_shown(path)}" must be a string']
@@ -186,8 +182,10 @@ def bound_violations(arguments: Any) -> list[str]:
 
 
 def schema_violations(tool: str, arguments: Any) -> list[str]:
-    """Every violation of ``tool``'s parameter schema, in upstream walk order."""
-    return _violations(_PARAMETERS[tool], arguments, "")
+    """Every violation of ``tool``'s parameter schema, in upstream walk order. Arguments
+    lossless as a whole (the usual case) are walked for that once, not again at every
+    object and array of the schema."""
+    return _violations(_PARAMETERS[tool], arguments, "", is_lossless_json(arguments))
 
 
 def strings(raw: dict[str, Any], key: str) -> tuple[Any, ...] | None:
