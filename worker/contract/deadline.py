@@ -79,13 +79,19 @@ class CancelToken:
             return True
 
     def _poll(self) -> ToolFailure | None:
-        """Adopt the parent's abort, then the deadline's, when this token is still clear."""
-        if self._failure is None and self._parent is not None:
-            parent_failure = self._parent._poll()
+        """Adopt the parent's abort, then the deadline's, when this token is still clear
+        (a call polls a dozen times: the clear path is a few attribute reads)."""
+        if self._failure is not None:
+            return self._failure
+        parent = self._parent
+        if parent is not None:
+            parent_failure = parent._poll()
             if parent_failure is not None:
-                self._abort(parent_failure, self._parent._reason)
-        if self._failure is None and self._deadline is not None and self._deadline.expired():
-            self._abort(self._deadline.failure(), None)
+                self._abort(parent_failure, parent._reason)
+                return self._failure
+        deadline = self._deadline
+        if deadline is not None and time.monotonic() >= deadline.expires_at:
+            self._abort(deadline.failure(), None)
         return self._failure
 
     @property

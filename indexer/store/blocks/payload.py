@@ -76,27 +76,30 @@ def _expand_run(
 class Payload:
     """A block's decompressed payload with its entry line parsed once, and each chunk
     run's meta once it is read: a reader that reads one block more than once keeps it
-    (``EventBlocks(remember=True)``), so its later reads parse nothing again."""
+    (``EventBlocks(remember=True)``), so its later reads parse nothing again. Entries
+    outside a read's range are skipped unread."""
 
-    __slots__ = ("_entries", "_runs", "data")
+    __slots__ = ("_body_at", "_entries", "_runs", "data")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         cut = data.index(b"\n")
-        self._entries: list[tuple[Any, ...]] = []
-        pos = cut + 1
-        for etype, time, flags, count, size, _raw_size in orjson.loads(data[:cut]):
-            self._entries.append((etype, time, flags, count, size, pos))
-            pos += size
+        self._entries: list[list[Any]] = orjson.loads(data[:cut])
+        self._body_at = cut + 1
         self._runs: dict[int, RunMeta] = {}
+
+    def _run(self, i: int, body: bytes) -> RunMeta:
+        meta = self._runs.get(i)
+        if meta is None:
+            meta = self._runs[i] = _run_meta(body)
+        return meta
 
     def events(self, first_seq: int, start: int = 0, end: int = NO_END) -> list[StoredEvent]:
         """The events with ``start <= seq <= end`` (default: all), in seq order, raw JSON
-        exactly as stored. Entries outside the range are skipped unread."""
-        data = self.data
-        seq = first_seq
+        exactly as stored."""
+        data, pos, seq = self.data, self._body_at, first_seq
         out: list[StoredEvent] = []
-        for i, (etype, time, flags, count, size, pos) in enumerate(self._entries):
+        for i, (etype, time, flags, count, size, _raw_size) in enumerate(self._entries):
             n = max(1, count)
             if seq > end:
                 break
@@ -106,23 +109,19 @@ class Payload:
                 if count == 0:
                     out.append(StoredEvent(seq, etype, time, surface, indexed, body))
                 else:
-                    meta = self._runs.get(i)
-                    if meta is None:
-                        meta = self._runs[i] = _run_meta(body)
-                    for s, t, raw in _expand_run(body, meta, seq, start, end):
+                    for s, t, raw in _expand_run(body, self._run(i, body), seq, start, end):
                         out.append(StoredEvent(s, etype, t, surface, indexed, raw))
+            pos += size
             seq += n
         return out
-
 
     def groups(self, first_seq: int, start: int, end: int) -> list[StoredGroup]:
         """The events with ``start <= seq <= end`` as ``StoredGroup``s, in seq order: a
         chunk run's wanted members are one group, with no member's JSON rebuilt but the
         first one's."""
-        data = self.data
-        seq = first_seq
+        data, pos, seq = self.data, self._body_at, first_seq
         out: list[StoredGroup] = []
-        for i, (etype, _time, _flags, count, size, pos) in enumerate(self._entries):
+        for i, (etype, _time, _flags, count, size, _raw_size) in enumerate(self._entries):
             n = max(1, count)
             if seq > end:
                 break
@@ -131,9 +130,7 @@ class Payload:
                 if count == 0:
                     out.append(StoredGroup(seq, etype, body, None))
                 else:
-                    meta = self._runs.get(i)
-                    if meta is None:
-                        meta = self._runs[i] = _run_meta(body)
+                    meta = self._run(i, body)
                     first = max(start, seq)
                     [(_s, _t, raw)] = _expand_run(body, meta, seq, first, first)
                     deltas_at, _head, _first_time, _gaps, lengths = meta
@@ -144,6 +141,7 @@ class Payload:
                         deltas.append(body[at : at + size_k])
                         at += size_k
                     out.append(StoredGroup(first, etype, raw, deltas))
+            pos += size
             seq += n
         return out
 
