@@ -5,6 +5,7 @@ entry line parsed once (``Payload``), the events of a seq range rebuilt byte for
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, NamedTuple
 
 import orjson
@@ -79,14 +80,29 @@ class Payload:
     (``EventBlocks(remember=True)``), so its later reads parse nothing again. Entries
     outside a read's range are skipped unread."""
 
-    __slots__ = ("_body_at", "_entries", "_runs", "data")
+    __slots__ = ("_entries", "_offsets", "_positions", "_runs", "data")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         cut = data.index(b"\n")
         self._entries: list[list[Any]] = orjson.loads(data[:cut])
-        self._body_at = cut + 1
+        # each entry's first seq (from the block's first) and body position, in order
+        self._offsets: list[int] = []
+        self._positions: list[int] = []
+        pos, offset = cut + 1, 0
+        for entry in self._entries:
+            self._offsets.append(offset)
+            self._positions.append(pos)
+            offset += max(1, entry[3])
+            pos += entry[4]
         self._runs: dict[int, RunMeta] = {}
+
+    def _wanted(self, first_seq: int, start: int, end: int) -> range:
+        """The indices of the entries holding a seq in ``start..end``."""
+        offsets = self._offsets
+        lo = max(0, bisect.bisect_right(offsets, start - first_seq) - 1)
+        hi = bisect.bisect_right(offsets, end - first_seq)
+        return range(lo, hi)
 
     def _run(self, i: int, body: bytes) -> RunMeta:
         meta = self._runs.get(i)
@@ -97,52 +113,48 @@ class Payload:
     def events(self, first_seq: int, start: int = 0, end: int = NO_END) -> list[StoredEvent]:
         """The events with ``start <= seq <= end`` (default: all), in seq order, raw JSON
         exactly as stored."""
-        data, pos, seq = self.data, self._body_at, first_seq
+        data, entries, positions = self.data, self._entries, self._positions
         out: list[StoredEvent] = []
-        for i, (etype, time, flags, count, size, _raw_size) in enumerate(self._entries):
-            n = max(1, count)
-            if seq > end:
-                break
-            if seq + n - 1 >= start:
-                surface, indexed = SURFACES[flags >> 1], bool(flags & 1)
-                body = data[pos : pos + size]
-                if count == 0:
+        for i in self._wanted(first_seq, start, end):
+            etype, time, flags, count, size, _raw_size = entries[i]
+            seq, pos = first_seq + self._offsets[i], positions[i]
+            surface, indexed = SURFACES[flags >> 1], bool(flags & 1)
+            body = data[pos : pos + size]
+            if count == 0:
+                if start <= seq <= end:
                     out.append(StoredEvent(seq, etype, time, surface, indexed, body))
-                else:
-                    for s, t, raw in _expand_run(body, self._run(i, body), seq, start, end):
-                        out.append(StoredEvent(s, etype, t, surface, indexed, raw))
-            pos += size
-            seq += n
+            else:
+                for s, t, raw in _expand_run(body, self._run(i, body), seq, start, end):
+                    out.append(StoredEvent(s, etype, t, surface, indexed, raw))
         return out
 
     def groups(self, first_seq: int, start: int, end: int) -> list[StoredGroup]:
         """The events with ``start <= seq <= end`` as ``StoredGroup``s, in seq order: a
         chunk run's wanted members are one group, with no member's JSON rebuilt but the
         first one's."""
-        data, pos, seq = self.data, self._body_at, first_seq
+        data, entries, positions = self.data, self._entries, self._positions
         out: list[StoredGroup] = []
-        for i, (etype, _time, _flags, count, size, _raw_size) in enumerate(self._entries):
-            n = max(1, count)
-            if seq > end:
-                break
-            if seq + n - 1 >= start:
-                body = data[pos : pos + size]
-                if count == 0:
+        for i in self._wanted(first_seq, start, end):
+            etype, _time, _flags, count, size, _raw_size = entries[i]
+            seq, pos = first_seq + self._offsets[i], positions[i]
+            body = data[pos : pos + size]
+            if count == 0:
+                if start <= seq <= end:
                     out.append(StoredGroup(seq, etype, body, None))
-                else:
-                    meta = self._run(i, body)
-                    first = max(start, seq)
-                    [(_s, _t, raw)] = _expand_run(body, meta, seq, first, first)
-                    deltas_at, _head, _first_time, _gaps, lengths = meta
-                    k, stop = first - seq, min(n, end - seq + 1)
-                    at = deltas_at + sum(lengths[:k])
-                    deltas = []
-                    for size_k in lengths[k:stop]:
-                        deltas.append(body[at : at + size_k])
-                        at += size_k
-                    out.append(StoredGroup(first, etype, raw, deltas))
-            pos += size
-            seq += n
+                continue
+            meta = self._run(i, body)
+            first = max(start, seq)
+            stop = min(count, end - seq + 1)
+            if first - seq >= stop:
+                continue
+            [(_s, _t, raw)] = _expand_run(body, meta, seq, first, first)
+            deltas_at, _head, _first_time, _gaps, lengths = meta
+            at = deltas_at + sum(lengths[: first - seq])
+            deltas = []
+            for size_k in lengths[first - seq : stop]:
+                deltas.append(body[at : at + size_k])
+                at += size_k
+            out.append(StoredGroup(first, etype, raw, deltas))
         return out
 
 
