@@ -6,6 +6,7 @@ Thin over the concern modules: documents are built by ``schema``, queries by
 
 from __future__ import annotations
 
+import os
 import time as _time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
@@ -67,6 +68,7 @@ class TantivyIndex:
         self._index: tantivy.Index | None = None
         self._writer: tantivy.IndexWriter | None = None
         self._meta_signature: bytes | None = None
+        self._meta_path = str(path / "meta.json")
         # Session ordinals, allocated by the writer: never reused within a process, and
         # reused across processes only once no live document carries them.
         self._ordinals: dict[str, int] = {}
@@ -121,15 +123,18 @@ class TantivyIndex:
         self._retrying("open", open_)
 
     def _signature(self) -> bytes | None:
-        """The bytes of ``meta.json``: every commit rewrites it with a new opstamp.
-
-        Read before reloading, so a commit landing in between is picked up next time.
-        (File inode and mtime are not enough: inodes are reused and mtimes are coarse.)
-        """
+        """The bytes of ``meta.json``: every commit rewrites it with a new opstamp. Read
+        before reloading, so a commit landing in between is picked up next time (inode
+        and mtime are not enough: inodes are reused and mtimes are coarse), by os calls:
+        every search asks."""
         try:
-            return (self.path / "meta.json").read_bytes()
+            fd = os.open(self._meta_path, os.O_RDONLY)
         except FileNotFoundError:
             return None
+        try:
+            return b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
+        finally:
+            os.close(fd)
 
     def _reload_index(self) -> None:
         index = self._index
