@@ -9,7 +9,7 @@ touches storage.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from indexer.errors import INVALID_QUERY, SessionQueryError
 from indexer.surface.jstext import js_collapse
@@ -82,8 +82,9 @@ EventFilter = EventMetadataFilter | TextFilter
 
 
 # ---- hits ------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class EventHit:
+class EventHit(NamedTuple):
+    """One matching event with its snippet (a tuple: a search builds one per hit)."""
+
     session_id: str
     seq: int
     type: str

@@ -7,6 +7,7 @@ filters it accepts and the event hit live one layer down, in ``indexer.model.sea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from indexer.model import SessionEvent, SessionHeader
 from indexer.model.search import EventHit, Surface
@@ -32,8 +33,9 @@ class EventRecord:
     surface: Surface
 
 
-@dataclass(frozen=True, slots=True)
-class SessionHit:
+class SessionHit(NamedTuple):
+    """A session's best hit (a tuple: a search builds one per session found)."""
+
     record: SessionRecord
     best: EventHit
 

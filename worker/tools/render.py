@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from indexer.model import SessionEvent, SessionHeader
 from indexer.model.search import EventHit
@@ -27,9 +27,9 @@ ANCESTOR_BOUNDARY: Final = "- [outside workspace boundary]"
 HIDDEN_SUBTREE: Final = "[outside workspace subtree]"
 
 
-@dataclass(frozen=True, slots=True)
-class TitleView:
-    """A title as shown: its text, or ``untitled`` plus why the title could not be read."""
+class TitleView(NamedTuple):
+    """A title as shown: its text, or ``untitled`` plus why the title could not be read
+    (a tuple: a search builds one per session found)."""
 
     text: str
     unavailable_code: str | None = None
