@@ -80,26 +80,30 @@ class Payload:
     (``EventBlocks(remember=True)``), so its later reads parse nothing again. Entries
     outside a read's range are skipped unread."""
 
-    __slots__ = ("_entries", "_offsets", "_positions", "_runs", "data")
+    __slots__ = ("_entries", "_next", "_offsets", "_positions", "_runs", "data")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         cut = data.index(b"\n")
         self._entries: list[list[Any]] = orjson.loads(data[:cut])
-        # each entry's first seq (from the block's first) and body position, in order
+        # each entry's first seq (from the block's first) and body position, in order,
+        # indexed as far as reads have needed (the next entry's, from ``_next``)
         self._offsets: list[int] = []
         self._positions: list[int] = []
-        pos, offset = cut + 1, 0
-        for entry in self._entries:
-            self._offsets.append(offset)
-            self._positions.append(pos)
-            offset += max(1, entry[3])
-            pos += entry[4]
+        self._next = (0, cut + 1)
         self._runs: dict[int, RunMeta] = {}
 
     def _wanted(self, first_seq: int, start: int, end: int) -> range:
-        """The indices of the entries holding a seq in ``start..end``."""
-        offsets = self._offsets
+        """The indices of the entries holding a seq in ``start..end``: the entries are
+        indexed up to ``end`` (once), then bisected."""
+        entries, offsets, positions = self._entries, self._offsets, self._positions
+        offset, pos = self._next
+        while len(offsets) < len(entries) and offset <= end - first_seq:
+            entry = entries[len(offsets)]
+            offsets.append(offset)
+            positions.append(pos)
+            offset, pos = offset + max(1, entry[3]), pos + entry[4]
+        self._next = (offset, pos)
         lo = max(0, bisect.bisect_right(offsets, start - first_seq) - 1)
         hi = bisect.bisect_right(offsets, end - first_seq)
         return range(lo, hi)
