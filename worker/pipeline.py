@@ -69,7 +69,7 @@ if TYPE_CHECKING:  # annotations only: a call without a keyring or metrics loads
 RYW_POLL_S: Final = 0.01  # first poll of a waiting call; the interval grows to RYW_POLL_MAX_S
 RYW_POLL_MAX_S: Final = 0.25
 MAX_CLOCK_SKEW_MS: Final = 5000  # how far ahead of this clock a request may say it was sent
-LOOP_RUN_MAX_S: Final = 0.005  # a tool whose recent runs took longer is handed to a thread
+LOOP_RUN_MAX_S: Final = 0.02  # a tool whose recent runs took longer is handed to a thread
 RECENT_WEIGHT: Final = 0.25  # the weight of a run's time in its tool's recent run time
 _PASSTHROUGH: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 
@@ -270,8 +270,9 @@ class Pipeline:
         too while its call is the only one in flight and the tool's recent runs were
         short (``LOOP_RUN_MAX_S``). A hand-off lets the loop serve other calls meanwhile
         (and Tantivy search beside them, without the GIL) but costs 0.2-0.6 ms of CPU on
-        a small VM (``bench/bench_handoff.py``), more than a small search: alone, a short
-        call only delays one arriving meanwhile; a long one is worth the hand-off."""
+        a small VM (``bench/bench_handoff.py``; 0.6 ms for a 5 ms search of a large index),
+        more than a small search: alone, a call up to 20 ms only delays one arriving
+        meanwhile by as much; a longer one is worth the hand-off."""
         if tool.on_loop:
             return True
         return self._running <= 1 and self._recent.get(tool.name, 0.0) < LOOP_RUN_MAX_S
