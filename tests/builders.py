@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from indexer.model.records import EventsRecord, HeaderRecord
 
 BASE_TIME = 1784851200000  # 2026-07-24T00:00:00.000Z
 
@@ -100,3 +103,13 @@ def title(seq: int, text: str, *, time: int | None = None) -> dict[str, Any]:
         {"title": text, "messageSeqs": [0], "source": {"kind": "fallback"}},
         time=time,
     )
+
+
+def header_record(h: Mapping[str, Any]) -> HeaderRecord:
+    """The event-stream record that stores a session's header."""
+    return HeaderRecord(v=1, kind="header", header=dict(h))
+
+
+def events_record(sid: str, events: Sequence[Mapping[str, Any]]) -> EventsRecord:
+    """The event-stream record that appends events to session ``sid``."""
+    return EventsRecord(v=1, kind="events", session_id=sid, events=[dict(e) for e in events])

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.model.records import DeleteRecord, EventsRecord, HeaderRecord, LifecycleRecord
+from indexer.model.records import DeleteRecord, LifecycleRecord
 from indexer.model.search import (
     AvailabilityFilter,
     CreatedAtFilter,
@@ -25,15 +24,7 @@ from indexer.query import generation
 from indexer.query.service import StoreQueryService
 from indexer.query.sessions import filter_sessions
 from indexer.store.records.store import Store
-from tests.builders import BASE_TIME, header, plain, title, user
-
-
-def _events(sid: str, events: list[dict[str, Any]]) -> EventsRecord:
-    return EventsRecord(v=1, kind="events", session_id=sid, events=events)
-
-
-def _header(h: dict[str, Any]) -> HeaderRecord:
-    return HeaderRecord(v=1, kind="header", header=h)
+from tests.builders import BASE_TIME, events_record, header, header_record, plain, title, user
 
 
 @pytest.fixture
@@ -58,9 +49,10 @@ def test_a_commit_is_seen_by_the_next_read_of_every_remembered_row(
     store, service = dirs
     assert service.get_session("s1") is None  # a missing row is remembered too
     assert service.last_seq("s1") is None
-    store.apply(_header(header("s1", cwd="/w")))
-    store.apply(_header(header("kid", cwd="/w", parent="s1")))
-    store.apply(_events("s1", [plain(0, "step/start", {"turn": 1, "step": 1}), title(1, "One")]))
+    store.apply(header_record(header("s1", cwd="/w")))
+    store.apply(header_record(header("kid", cwd="/w", parent="s1")))
+    step = plain(0, "step/start", {"turn": 1, "step": 1})
+    store.apply(events_record("s1", [step, title(1, "One")]))
     store.commit()
 
     record = service.get_session("s1")
@@ -70,9 +62,10 @@ def test_a_commit_is_seen_by_the_next_read_of_every_remembered_row(
     assert [d.session.header.id for d in service.trace_session("s1").descendants] == ["kid"]
     assert [r.header.id for r in service.filter_sessions([IdFilter(("s1",))])] == ["s1"]
 
-    store.apply(_events("s1", [title(2, "Two"), plain(3, "step/start", {"turn": 1, "step": 2})]))
+    step = plain(3, "step/start", {"turn": 1, "step": 2})
+    store.apply(events_record("s1", [title(2, "Two"), step]))
     store.apply(LifecycleRecord(v=1, kind="lifecycle", session_id="s1", live=True))
-    store.apply(_header(header("kid2", cwd="/w", parent="s1", created_at=BASE_TIME + 1)))
+    store.apply(header_record(header("kid2", cwd="/w", parent="s1", created_at=BASE_TIME + 1)))
     store.commit()
 
     record = service.get_session("s1")
@@ -97,8 +90,8 @@ def test_rows_past_the_bound_start_the_memory_over_and_still_answer(
     store, service = dirs
     ids = [f"s{i:02d}" for i in range(12)]
     for sid in ids:
-        store.apply(_header(header(sid, cwd="/w")))
-        store.apply(_events(sid, [user(0, f"hello {sid}")]))
+        store.apply(header_record(header(sid, cwd="/w")))
+        store.apply(events_record(sid, [user(0, f"hello {sid}")]))
     store.commit()
     monkeypatch.setattr(generation, "MAX_ROWS", 5)
     for start in range(0, 12, 3):
@@ -122,7 +115,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreQueryServi
     for i, sid in enumerate(IDS):
         parent = IDS[i // 2] if i >= 2 else None
         store.apply(
-            _header(header(sid, cwd=CWDS[i % 3], parent=parent, created_at=BASE_TIME + i % 4))
+            header_record(header(sid, cwd=CWDS[i % 3], parent=parent, created_at=BASE_TIME + i % 4))
         )
         if i % 3 == 1:
             store.apply(LifecycleRecord(v=1, kind="lifecycle", session_id=sid, live=True))
@@ -172,12 +165,12 @@ def test_a_reading_scope_checks_the_generation_once_and_the_next_read_after_it_a
     dirs: tuple[Store, StoreQueryService],
 ) -> None:
     store, service = dirs
-    store.apply(_header(header("s1", cwd="/w")))
-    store.apply(_events("s1", [title(0, "One")]))
+    store.apply(header_record(header("s1", cwd="/w")))
+    store.apply(events_record("s1", [title(0, "One")]))
     store.commit()
     with service.reading():
         assert _title(service, "s1") == "One"
-        store.apply(_events("s1", [title(1, "Two")]))
+        store.apply(events_record("s1", [title(1, "Two")]))
         store.commit()
         with service.reading():  # nested: still the outer scope's generation
             assert _title(service, "s1") == "One"

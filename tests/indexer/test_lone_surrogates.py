@@ -10,26 +10,20 @@ the writer's fold over stored events and its re-indexing — must read it back.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from indexer.model.records import EventsRecord, HeaderRecord
 from indexer.query.service import StoreQueryService
 from indexer.store.records.store import Store
-from tests.builders import assistant, chunk, header, plain, user
+from tests.builders import assistant, chunk, events_record, header, header_record, plain, user
 
 SID = "split-pair"
 EMOJI_HALVES = ("\ud83d", "\ude00")  # 😀 split over two deltas
 
 
-def _events(events: list[dict[str, Any]]) -> EventsRecord:
-    return EventsRecord(v=1, kind="events", session_id=SID, events=events)
-
-
 def _store(path: Path) -> Store:
     store = Store(path)
-    store.apply(HeaderRecord(v=1, kind="header", header=header(SID, cwd="/w")))
+    store.apply(header_record(header(SID, cwd="/w")))
     store.apply(
-        _events(
+        events_record(SID,
             [
                 plain(0, "turn/start", {"turn": 1}),
                 plain(1, "step/start", {"turn": 1, "step": 1}),
@@ -63,7 +57,8 @@ def test_the_writer_folds_and_reindexes_over_a_stored_lone_surrogate(tmp_path: P
     store = _store(tmp_path)
     try:
         # a compaction that replaces the stored message: the fold reads it back
-        store.apply(_events([assistant(7, "summary of the lone half", op=(6, 6), sources=[6])]))
+        summary = assistant(7, "summary of the lone half", op=(6, 6), sources=[6])
+        store.apply(events_record(SID, [summary]))
         store.commit()
         assert store.writer.reindex([SID]) > 0
         store.commit()

@@ -36,7 +36,7 @@ from indexer.errors import (
     SessionqError,
 )
 from indexer.logs.reader import read_log
-from indexer.model.records import EventsRecord, EventStreamRecord, HeaderRecord
+from indexer.model.records import EventStreamRecord
 from indexer.query.service import StoreQueryService
 from indexer.sources.files import Rejection, ingest_files
 from indexer.stats import store_stats
@@ -46,7 +46,7 @@ from indexer.store.tables.connection import connect
 from indexer.store.tables.sqlite_tables import SqliteTables
 from indexer.store.tables.transaction import Transaction
 from indexer.store.tantivy import TantivyIndex
-from tests.builders import assistant, header, plain, user
+from tests.builders import assistant, events_record, header, header_record, plain, user
 from tests.conftest import SessionSpec, build_store
 from tests.injection import (
     Injection,
@@ -91,16 +91,8 @@ INDEX_IO = "index writer failed: Input/output error"  # an I/O error that is not
 SQLITE_FULL = "disk full: SQLite could not write (database or disk is full)"
 
 
-def _header(h: dict[str, Any]) -> HeaderRecord:
-    return HeaderRecord(v=1, kind="header", header=dict(h))
-
-
-def _events(sid: str, events: Sequence[dict[str, Any]]) -> EventsRecord:
-    return EventsRecord(v=1, kind="events", session_id=sid, events=[dict(e) for e in events])
-
-
 def _records(h: dict[str, Any], events: Sequence[dict[str, Any]]) -> list[EventStreamRecord]:
-    return [_header(h), _events(h["id"], events)]
+    return [header_record(h), events_record(h["id"], events)]
 
 
 def write_log(path: Path, head: dict[str, Any], events: Sequence[dict[str, Any]]) -> Path:
@@ -333,9 +325,9 @@ def test_a_seq_gap_rejection_leaves_only_the_session_held(tmp_path: Path) -> Non
         for r in _records(C, C_EVENTS):
             store.apply(r)
         with pytest.raises(RecordRejectedError) as gap:
-            store.apply(_events("ok-a", [user(5, "gap gecko"), assistant(6, "gap gecko")]))
+            store.apply(events_record("ok-a", [user(5, "gap gecko"), assistant(6, "gap gecko")]))
         with pytest.raises(RecordRejectedError) as conflict:
-            store.apply(_events("ok-c", [user(1, "conflicting cherry"), user(2, "gecko")]))
+            store.apply(events_record("ok-c", [user(1, "conflicting cherry"), user(2, "gecko")]))
         for r in _records(D, D_EVENTS):
             store.apply(r)
         store.commit()
@@ -358,8 +350,8 @@ def test_a_seq_gap_rejection_leaves_only_the_session_held(tmp_path: Path) -> Non
     # The missing events repair the session and release it.
     store = Store(data)
     try:
-        store.apply(_events("ok-a", [user(3, "three"), assistant(4, "four")]))
-        store.apply(_events("ok-a", [user(5, "gap gecko"), assistant(6, "gap gecko")]))
+        store.apply(events_record("ok-a", [user(3, "three"), assistant(4, "four")]))
+        store.apply(events_record("ok-a", [user(5, "gap gecko"), assistant(6, "gap gecko")]))
         store.commit()
     finally:
         store.close()
@@ -431,7 +423,7 @@ def test_a_failed_commit_loses_the_whole_batch_and_a_replay_converges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     data = tmp_path / "data"
-    batch = [_events("ok-a", A_MORE), *_records(B, B_EVENTS), *_records(C, C_EVENTS)]
+    batch = [events_record("ok-a", A_MORE), *_records(B, B_EVENTS), *_records(C, C_EVENTS)]
     store = Store(data)
     try:
         for r in _records(A, A_EVENTS):
@@ -519,10 +511,10 @@ def test_a_lost_transaction_aborts_the_batch_without_a_masking_error(
             fired = lambda: min(inj.fired, proxy.fired)  # noqa: E731
             cause = f"{DISK_IO} (rollback failed: {DISK_IO})"
         # C applies within the batch, then B loses the whole transaction.
-        for r in [*_records(C, C_EVENTS), _header(B)]:
+        for r in [*_records(C, C_EVENTS), header_record(B)]:
             store.apply(r)
         with pytest.raises(BatchAbortedError) as err:
-            store.apply(_events("bad-b", B_EVENTS))
+            store.apply(events_record("bad-b", B_EVENTS))
         assert fired() == 1
         assert err.value.code == PERSISTENCE_FAILED
         assert err.value.message == f"the open batch was lost: {cause}"

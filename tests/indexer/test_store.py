@@ -12,24 +12,13 @@ import pytest
 from indexer.errors import INVALID_SURFACE, SOURCE_CONFLICT, RecordRejectedError
 from indexer.model.records import (
     DeleteRecord,
-    EventsRecord,
-    HeaderRecord,
     LifecycleRecord,
     decode_record,
 )
 from indexer.query.service import StoreQueryService
 from indexer.store.records.store import Store
-from tests.builders import assistant, chunk, header, plain, user
+from tests.builders import assistant, chunk, events_record, header, header_record, plain, user
 from tests.snapshots import snapshot
-
-
-def _events(sid: str, events: list[dict[str, Any]]) -> EventsRecord:
-    return EventsRecord(v=1, kind="events", session_id=sid, events=events)
-
-
-def _header(h: dict[str, Any]) -> HeaderRecord:
-    return HeaderRecord(v=1, kind="header", header=h)
-
 
 COMPACTION = [
     plain(0, "turn/start", {"turn": 1}),
@@ -58,7 +47,7 @@ def apply_all(data_dir: Path, records: list[Any], *, commit_each: bool = False) 
 
 
 def test_applying_the_same_records_twice_changes_nothing(tmp_path: Path) -> None:
-    records = [_header(header("s1")), _events("s1", COMPACTION)]
+    records = [header_record(header("s1")), events_record("s1", COMPACTION)]
     apply_all(tmp_path / "a", records)
     once = snapshot(tmp_path / "a")
     apply_all(tmp_path / "a", records)
@@ -66,8 +55,8 @@ def test_applying_the_same_records_twice_changes_nothing(tmp_path: Path) -> None
 
 
 def test_small_batches_end_identical_to_one_whole_batch(tmp_path: Path) -> None:
-    apply_all(tmp_path / "whole", [_header(header("s1")), _events("s1", COMPACTION)])
-    pieces = [_header(header("s1"))] + [_events("s1", [e]) for e in COMPACTION]
+    apply_all(tmp_path / "whole", [header_record(header("s1")), events_record("s1", COMPACTION)])
+    pieces = [header_record(header("s1"))] + [events_record("s1", [e]) for e in COMPACTION]
     apply_all(tmp_path / "pieces", pieces, commit_each=True)
     assert snapshot(tmp_path / "pieces") == snapshot(tmp_path / "whole")
 
@@ -75,26 +64,26 @@ def test_small_batches_end_identical_to_one_whole_batch(tmp_path: Path) -> None:
 def test_identical_overlap_applies_only_the_new_tail(tmp_path: Path) -> None:
     d = tmp_path / "d"
     store = Store(d)
-    store.apply(_header(header("s1")))
-    store.apply(_events("s1", COMPACTION[:5]))
-    applied = store.apply(_events("s1", COMPACTION[3:]))
+    store.apply(header_record(header("s1")))
+    store.apply(events_record("s1", COMPACTION[:5]))
+    applied = store.apply(events_record("s1", COMPACTION[3:]))
     store.commit()
     store.close()
     assert applied.events == len(COMPACTION) - 5
     ref = tmp_path / "ref"
-    apply_all(ref, [_header(header("s1")), _events("s1", COMPACTION)])
+    apply_all(ref, [header_record(header("s1")), events_record("s1", COMPACTION)])
     assert snapshot(d) == snapshot(ref)
 
 
 def test_differing_overlap_is_a_conflict_and_changes_nothing(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    store.apply(_header(header("s1")))
-    store.apply(_events("s1", COMPACTION[:5]))
+    store.apply(header_record(header("s1")))
+    store.apply(events_record("s1", COMPACTION[:5]))
     store.commit()
     before = snapshot(tmp_path)
     changed = [user(3, "a different question", sources=[2]), *COMPACTION[4:]]
     with pytest.raises(RecordRejectedError) as err:
-        store.apply(_events("s1", changed))
+        store.apply(events_record("s1", changed))
     assert "conflicts with the stored event" in err.value.message
     store.commit()
     store.close()
@@ -103,15 +92,15 @@ def test_differing_overlap_is_a_conflict_and_changes_nothing(tmp_path: Path) -> 
 
 def test_a_gap_is_rejected_and_leaves_the_session_as_it_was(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    store.apply(_header(header("s1")))
-    store.apply(_events("s1", COMPACTION[:3]))
+    store.apply(header_record(header("s1")))
+    store.apply(events_record("s1", COMPACTION[:3]))
     store.commit()
     before = snapshot(tmp_path)
     with pytest.raises(RecordRejectedError) as err:
-        store.apply(_events("s1", COMPACTION[5:]))
+        store.apply(events_record("s1", COMPACTION[5:]))
     assert err.value.message == "session event seq 5 is not contiguous; expected 3"
     # the repair record (the missing seqs onward) applies
-    store.apply(_events("s1", COMPACTION[3:]))
+    store.apply(events_record("s1", COMPACTION[3:]))
     store.commit()
     store.close()
     after = snapshot(tmp_path)
@@ -121,12 +110,12 @@ def test_a_gap_is_rejected_and_leaves_the_session_as_it_was(tmp_path: Path) -> N
 
 def test_surface_violation_is_rejected_with_its_rule(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    store.apply(_header(header("s1")))
+    store.apply(header_record(header("s1")))
     store.commit()
     before = snapshot(tmp_path)
     bad = [user(0, "x"), assistant(1, "y", op=(9, 9), sources=[0])]
     with pytest.raises(RecordRejectedError) as err:
-        store.apply(_events("s1", bad))
+        store.apply(events_record("s1", bad))
     assert err.value.code == INVALID_SURFACE
     assert "surface replace: start seq 9 not found in surface" in err.value.message
     store.commit()
@@ -136,10 +125,10 @@ def test_surface_violation_is_rejected_with_its_rule(tmp_path: Path) -> None:
 
 def test_compaction_replace_reclassifies_and_reindexes_shadowed_events(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    store.apply(_header(header("s1")))
-    store.apply(_events("s1", COMPACTION[:4]))
+    store.apply(header_record(header("s1")))
+    store.apply(events_record("s1", COMPACTION[:4]))
     store.commit()
-    store.apply(_events("s1", COMPACTION[4:]))
+    store.apply(events_record("s1", COMPACTION[4:]))
     store.commit()
     store.close()
     svc = StoreQueryService(tmp_path)
@@ -171,15 +160,16 @@ def test_compaction_replace_reclassifies_and_reindexes_shadowed_events(tmp_path:
 
 
 def test_delete_removes_every_trace(tmp_path: Path) -> None:
-    apply_all(tmp_path / "ref", [_header(header("s2")), _events("s2", [user(0, "keep me")])])
+    kept = [header_record(header("s2")), events_record("s2", [user(0, "keep me")])]
+    apply_all(tmp_path / "ref", kept)
     d = tmp_path / "d"
     apply_all(
         d,
         [
-            _header(header("s1")),
-            _events("s1", COMPACTION),
-            _header(header("s2")),
-            _events("s2", [user(0, "keep me")]),
+            header_record(header("s1")),
+            events_record("s1", COMPACTION),
+            header_record(header("s2")),
+            events_record("s2", [user(0, "keep me")]),
             DeleteRecord(v=1, kind="delete", session_id="s1"),
         ],
     )
@@ -188,9 +178,9 @@ def test_delete_removes_every_trace(tmp_path: Path) -> None:
 
 def test_header_conflict_is_rejected_and_the_stored_header_stays(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    store.apply(_header(header("s1", cwd="/a")))
+    store.apply(header_record(header("s1", cwd="/a")))
     with pytest.raises(RecordRejectedError) as err:
-        store.apply(_header(header("s1", cwd="/b")))
+        store.apply(header_record(header("s1", cwd="/b")))
     assert err.value.code == SOURCE_CONFLICT
     store.commit()
     store.close()
@@ -204,7 +194,7 @@ def test_lifecycle_sets_the_live_flag(tmp_path: Path) -> None:
     apply_all(
         tmp_path,
         [
-            _header(header("s1")),
+            header_record(header("s1")),
             LifecycleRecord(v=1, kind="lifecycle", session_id="s1", live=True),
         ],
     )
@@ -217,18 +207,18 @@ def test_lifecycle_sets_the_live_flag(tmp_path: Path) -> None:
 def test_events_for_an_unknown_session_are_rejected(tmp_path: Path) -> None:
     store = Store(tmp_path)
     with pytest.raises(RecordRejectedError) as err:
-        store.apply(_events("ghost", [user(0, "x")]))
+        store.apply(events_record("ghost", [user(0, "x")]))
     assert "has no header" in err.value.message
     store.close()
 
 
 def test_uncommitted_batch_is_dropped_on_abort(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    store.apply(_header(header("s1")))
-    store.apply(_events("s1", [user(0, "committed needle")]))
+    store.apply(header_record(header("s1")))
+    store.apply(events_record("s1", [user(0, "committed needle")]))
     store.commit({("t", 0): 2})
     before = snapshot(tmp_path)
-    store.apply(_events("s1", [user(1, "uncommitted needle")]))
+    store.apply(events_record("s1", [user(1, "uncommitted needle")]))
     store.abort()
     store.close()
     assert snapshot(tmp_path) == before
