@@ -116,6 +116,7 @@ class Side:
     port: int = 0
     topic: str = ""
     keyring: Path | None = None
+    redaction: str | None = None  # this tree only: --redact-secrets of its writers
     cpu: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
@@ -123,7 +124,16 @@ class Side:
 def ingest(side: Side, corpus: Path) -> None:
     shutil.rmtree(side.data, ignore_errors=True)
     cmd = [*sessionq_argv(side.src), "ingest", str(corpus), "--data", str(side.data)]
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+    env = {**os.environ, **_redaction_env(side)}
+    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, env=env)
+
+
+def _redaction_env(side: Side) -> dict[str, str]:
+    """This tree's writers (ingest, serve) with ``side.redaction``; a baseline keeps its
+    own defaults (7812bbe has no redaction)."""
+    if side.src is None and side.redaction is not None:
+        return {"SESSIONQ_REDACT_SECRETS": side.redaction}
+    return {}
 
 
 # ---- serve --------------------------------------------------------------------------------------
@@ -141,7 +151,7 @@ def start_serve(side: Side, procs: Procs, tmp: Path, corpus: Path) -> None:
         "--log-level",
         "ERROR",
     ]
-    side.proc = procs.start(cmd, log_path=log_path)
+    side.proc = procs.start(cmd, log_path=log_path, env=_redaction_env(side))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         text = log_path.read_text(errors="replace")
@@ -337,7 +347,7 @@ def median_ms(side: Side, way: str, tool: str) -> float:
 async def amain(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-cpu-", dir=args.tmp))
     procs = Procs()
-    sides = [Side("this", None, tmp / "data-this")]
+    sides = [Side("this", None, tmp / "data-this", redaction=args.redact_secrets)]
     if args.baseline_src is not None:
         sides.append(Side("baseline", args.baseline_src, tmp / "data-baseline"))
     results: dict[str, Any] = {
@@ -486,6 +496,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=4, help="Kafka calls in flight")
     ap.add_argument("--keyed", action="store_true", help="also a worker with a keyring")
     ap.add_argument("--echo", action="store_true", help="also the no-op pipeline's worker")
+    ap.add_argument(
+        "--redact-secrets",
+        choices=("on", "off"),
+        default=None,
+        help="this tree's redaction (default: its own, on); off reads as 7812bbe did",
+    )
     ap.add_argument("--pyspy", default=None, help="py-spy executable: profile each server")
     ap.add_argument("--pyspy-seconds", type=float, default=20.0)
     ap.add_argument("--profile-dir", type=Path, default=None, help="keep py-spy's stacks here")
