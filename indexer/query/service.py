@@ -101,8 +101,7 @@ class StoreQueryService:
 
     @property
     def _blocks(self) -> EventBlocks:
-        """The event blocks for one query (a block read twice by it is decompressed once)."""
-        return EventBlocks(self._conn, self._codec, remember=True)
+        return EventBlocks(self._conn, self._codec)
 
     def _fresh_index(self) -> TantivyIndex:
         with self._index_lock:
@@ -213,7 +212,8 @@ class StoreQueryService:
     ) -> EventWindow:
         generation = self._generation()
         row = generation.row(session_id)
-        blocks = self._blocks
+        # the window, then the stored events around a delta target: its blocks parsed once
+        blocks = EventBlocks(self._conn, self._codec, remember=True)
         window = event_reads.read_event(
             blocks, session_id, row, seq, before, after, self.read_window_max
         )

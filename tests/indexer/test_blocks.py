@@ -31,7 +31,7 @@ from indexer.store.blocks.format import (
     encode,
     split_blocks,
 )
-from indexer.store.blocks.payload import decode
+from indexer.store.blocks.payload import Payload
 from indexer.store.blocks.table import EventBlocks
 from indexer.store.layout import sqlite_path
 from indexer.store.records.store import Store
@@ -68,9 +68,9 @@ def test_every_real_log_round_trips_byte_for_byte() -> None:
         back: list[StoredEvent] = []
         for block in split_blocks(events):
             payload = encode(block)
-            back.extend(decode(payload, block[0].seq))
+            back.extend(Payload(payload).events(block[0].seq))
             first, last = block[0].seq, block[-1].seq
-            middle = decode(payload, first, first + 1, last - 1)
+            middle = Payload(payload).events(first, first + 1, last - 1)
             assert middle == block[1:-1]
         assert back == events, path.name
     assert logs == 156
@@ -80,7 +80,7 @@ def test_chunk_runs_are_stored_packed_and_read_back_exactly() -> None:
     events = [_stored(_chunk(i, f"word{i} ")) for i in range(200)]
     payload = encode(events)
     assert len(payload) < sum(len(e.raw) for e in events) / 3
-    assert decode(payload, 0) == events
+    assert Payload(payload).events(0) == events
 
 
 @given(
@@ -99,10 +99,10 @@ def test_a_range_of_a_chunk_run_reads_as_the_same_members_of_the_whole(
         obj = {**_chunk(10 + i, f"w{i} "), "time": t}
         events.append(_stored(obj))
     payload = encode(events)
-    whole = decode(payload, 10)
+    whole = Payload(payload).events(10)
     assert whole == events
     first, last = 10 + start, 10 + end
-    assert decode(payload, 10, first, last) == [e for e in events if first <= e.seq <= last]
+    assert Payload(payload).events(10, first, last) == [e for e in events if first <= e.seq <= last]
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,7 @@ def test_chunks_outside_the_packed_layout_stay_raw(odd: dict[str, Any]) -> None:
 
             raw = dump_json(obj)
         events.append(StoredEvent(obj["seq"], obj["type"], obj["time"], "log-only", False, raw))
-    assert decode(encode(events), 0) == events
+    assert Payload(encode(events)).events(0) == events
 
 
 @given(st.lists(st.integers(min_value=0, max_value=2**40), max_size=50))

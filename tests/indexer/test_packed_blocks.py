@@ -15,7 +15,7 @@ from indexer.model import SessionEvent
 from indexer.redact import OFF
 from indexer.store.blocks.format import BLOCK_EVENTS, Codec
 from indexer.store.blocks.packed import packed_block_rows
-from indexer.store.blocks.payload import decode
+from indexer.store.blocks.payload import Payload
 from indexer.store.blocks.table import block_rows
 from indexer.store.records.plan import plan_events, plan_packed
 
@@ -125,7 +125,8 @@ def test_edge_rows_pack_as_they_expand(tmp_path: Path) -> None:
     assert packed == expanded
     assert len(packed) >= 2  # the long row crossed a block boundary
     codec = Codec()
-    events = [e for first, _, _, data in packed for e in decode(codec.decompress(data, 0), first)]
+    payloads = [(first, Payload(codec.decompress(data, 0))) for first, _, _, data in packed]
+    events = [e for first, payload in payloads for e in payload.events(first)]
     assert [e.raw for e in events] == [e.raw for e in read_log(path).events]
 
 

@@ -1,6 +1,6 @@
 """Reading block payloads (the format: ``indexer.store.blocks.format``): a payload's
 entry line parsed once (``Payload``), the events of a seq range rebuilt byte for byte
-(``events``, ``decode``), or handed out as groups whose chunk runs are not rebuilt
+(``events``), or handed out as groups whose chunk runs are not rebuilt
 (``groups``, ``StoredGroup``)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from indexer.store.blocks.format import (
     StoredEvent,
 )
 
-__all__ = ["Payload", "StoredGroup", "decode"]
+__all__ = ["Payload", "StoredGroup"]
 
 
 class StoredGroup(NamedTuple):
@@ -160,9 +160,3 @@ class Payload:
                 at += size_k
             out.append(StoredGroup(first, etype, raw, deltas))
         return out
-
-
-def decode(payload: bytes, first_seq: int, start: int = 0, end: int = NO_END) -> list[StoredEvent]:
-    """The events of a block payload with ``start <= seq <= end`` (default: all), in seq
-    order, raw JSON exactly as stored (``Payload.events``)."""
-    return Payload(payload).events(first_seq, start, end)

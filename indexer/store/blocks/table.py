@@ -29,7 +29,7 @@ from indexer.store.blocks.format import (
     payload_fill,
     split_blocks,
 )
-from indexer.store.blocks.payload import Payload, StoredGroup, decode
+from indexer.store.blocks.payload import Payload, StoredGroup
 
 _T = TypeVar("_T")
 
@@ -97,9 +97,9 @@ class EventBlocks:
         *,
         remember: bool = False,
     ):
-        """``remember``: keep each block's decompressed payload for later reads through
-        this object (a reader's one query reads the same block more than once: a window,
-        then the stored events around its target); never for a long-lived writer."""
+        """``remember``: keep each block's parsed payload for later reads through this
+        object (a query that reads the same block more than once: a window, then the
+        stored events around its target); never for a long-lived writer."""
         self.conn = conn
         self.codec = codec
         self.dict_id = dict_id
@@ -135,8 +135,6 @@ class EventBlocks:
     def _decode(
         self, first_seq: int, did: int, data: bytes, start: int = 0, end: int = 2**63
     ) -> list[StoredEvent]:
-        if self._payloads is None:
-            return decode(self.payload(data, did), first_seq, start, end)
         return self._payload_of(did, data).events(first_seq, start, end)
 
     def _payload_of(self, did: int, data: bytes) -> Payload:
