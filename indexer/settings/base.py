@@ -125,13 +125,19 @@ class RoleSettings(BaseSettings):
 
 
 class ServiceSettings(RoleSettings):
-    """A long-running role: it logs (text or JSON lines, on stderr)."""
+    """A long-running role: it logs (text or JSON lines, on stderr) and runs one event
+    loop (``worker.cli.runtime.run_loop``)."""
 
     log_format: Literal["text", "json"] = Field(
         default="text", description="log lines as text or JSON"
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="log level"
+    )
+    event_loop: Literal["uvloop", "asyncio"] = Field(
+        default="uvloop",
+        description="the event loop: uvloop (libuv, less CPU per request; asyncio where it"
+        " is not installed) or the standard library's asyncio",
     )
 
 

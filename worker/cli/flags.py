@@ -83,14 +83,21 @@ def bootstrap(p: argparse.ArgumentParser, help: str = "Kafka bootstrap address h
     setting(p, "--ssl-keyfile", type=Path, help="PEM client key (mTLS)")
 
 
-def logs(p: argparse.ArgumentParser) -> None:
+def service(p: argparse.ArgumentParser) -> None:
+    """The flags of every long-running role: its logs and its event loop."""
     setting(p, "--log-format", choices=["text", "json"], help="log lines as text or JSON")
     setting(p, "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level")
+    setting(
+        p,
+        "--event-loop",
+        choices=["uvloop", "asyncio"],
+        help="uvloop (default; less CPU per request) or the standard library's asyncio",
+    )
 
 
 def ops(p: argparse.ArgumentParser) -> None:
     setting(p, "--metrics-listen", help="HOST:PORT for /metrics, /healthz, /readyz; empty disables")
-    logs(p)
+    service(p)
 
 
 def log_format(p: argparse.ArgumentParser) -> None:

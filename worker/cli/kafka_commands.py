@@ -11,7 +11,7 @@ from indexer.metrics import Metrics
 from indexer.settings import IndexerSettings
 from worker.cli.exits import EXIT_FAILED, EXIT_OK
 from worker.cli.options import settings_from
-from worker.cli.runtime import on_terminate, serve_ops, setup_logging, wait_for_index
+from worker.cli.runtime import on_terminate, run_loop, serve_ops, setup_logging, wait_for_index
 from worker.settings import PublishSettings, TopicsSettings, WorkerSettings
 
 
@@ -60,7 +60,7 @@ def cmd_indexer(args: argparse.Namespace) -> int:
             if runner is not None:
                 await runner.cleanup()
 
-    asyncio.run(main())
+    run_loop(main(), settings.event_loop)
     return EXIT_OK
 
 
@@ -90,7 +90,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             if runner is not None:
                 await runner.cleanup()
 
-    asyncio.run(main())
+    run_loop(main(), settings.event_loop)
     return EXIT_OK
 
 
@@ -120,4 +120,4 @@ def cmd_publish(args: argparse.Namespace) -> int:
             print(f"  not published: {reason}")
         return EXIT_OK if s.sessions or not publisher.rejected else EXIT_FAILED
 
-    return asyncio.run(main())
+    return run_loop(main(), settings.event_loop)

@@ -116,4 +116,4 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         finally:
             await backend.stop()
 
-    return run_until_stopped(main, "mcp") or EXIT_OK
+    return run_until_stopped(main, "mcp", settings.event_loop) or EXIT_OK

@@ -10,10 +10,8 @@ from worker.cli.options import settings_from
 
 
 def cmd_node(args: argparse.Namespace) -> int:
-    import asyncio
-
     from indexer.metrics import Metrics
-    from worker.cli.runtime import on_terminate, serve_ops, setup_logging
+    from worker.cli.runtime import on_terminate, run_loop, serve_ops, setup_logging
     from worker.kafka.node import Node, NodeConfigError
     from worker.settings_node import NodeSettings
 
@@ -36,5 +34,5 @@ def cmd_node(args: argparse.Namespace) -> int:
             if runner is not None:
                 await runner.cleanup()
 
-    asyncio.run(main())
+    run_loop(main(), settings.event_loop)
     return EXIT_OK

@@ -140,7 +140,7 @@ def _kafka_commands(sub: Subparsers) -> None:
     flags.bootstrap(p)
     p.add_argument("--follow", action="store_true", help="keep publishing appended events")
     flags.log_format(p)
-    flags.logs(p)
+    flags.service(p)
 
 
 def _keys_command(sub: Subparsers) -> None:
@@ -270,7 +270,7 @@ def _mcp_command(sub: Subparsers) -> None:
     setting(p, "--key-id", help="the signing key's id in the workers' keyring")
     redact_flag(p)
     flags.tool_limits(p)
-    flags.logs(p)
+    flags.service(p)
 
 
 def _serve_command(sub: Subparsers) -> None:
@@ -291,7 +291,7 @@ def _serve_command(sub: Subparsers) -> None:
     flags.retention(p)
     redact_flag(p)
     flags.tool_limits(p)
-    flags.logs(p)
+    flags.service(p)
 
 
 class _Parser(argparse.ArgumentParser):

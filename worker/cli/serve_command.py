@@ -96,7 +96,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             await local.stop()
             local.close()
 
-    return run_until_stopped(main, "serve") or EXIT_OK
+    return run_until_stopped(main, "serve", settings.event_loop) or EXIT_OK
 
 
 def _print_ready(local: object, base: str) -> None:
