@@ -79,18 +79,27 @@ class Reply(BaseModel):
     reason: Any = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"v": 1, "id": self.id, "ok": self.ok}
         if self.ok:
-            out["text"] = self.text
-        else:
-            assert self.error is not None
-            out["error"] = {"code": self.error.code, "message": self.error.message}
-            if self.reason is not None:
-                out["reason"] = self.reason
-        return out
+            return _reply_json(self.id, self.text, None, None, None)
+        assert self.error is not None
+        return _reply_json(self.id, None, self.error.code, self.error.message, self.reason)
 
     def encode(self) -> bytes:
         return orjson.dumps(self.to_json())
+
+
+def _reply_json(
+    request_id: str, text: str | None, code: str | None, message: str | None, reason: Any
+) -> dict[str, Any]:
+    """The one shape of a reply as JSON: ``text`` when ok (no ``code``), else ``error``
+    and, when there is one, the cancel's ``reason``."""
+    if code is None:
+        return {"v": 1, "id": request_id, "ok": True, "text": text}
+    out: dict[str, Any] = {"v": 1, "id": request_id, "ok": False}
+    out["error"] = {"code": code, "message": message}
+    if reason is not None:
+        out["reason"] = reason
+    return out
 
 
 RequestRecord = Annotated[ToolRequest | CancelRequest, Field(discriminator="kind")]
@@ -178,6 +187,17 @@ def reply_for(request_id: str, result: ToolReply) -> Reply:
     )
 
 
+def encode_reply(request_id: str, result: ToolReply) -> bytes:
+    """``reply_for(request_id, result).encode()`` without the model in between (a front
+    end that only sends the bytes)."""
+    error = result.error
+    if error is None:
+        return orjson.dumps(_reply_json(request_id, result.output or "", None, None, None))
+    return orjson.dumps(
+        _reply_json(request_id, None, error.code, error.message, result.cancel_reason)
+    )
+
+
 def error_reply(request_id: str, code: str, message: str) -> Reply:
     return Reply(id=request_id, ok=False, error=ReplyError(code=code, message=message))
 
@@ -193,18 +213,6 @@ class HttpCall(BaseModel):
     arguments: Any = None
     caller: CallerRef | None = None
     timeout_ms: StrictInt | None = Field(default=None, ge=1)  # true / "100" are refused
-
-    def to_request(self, request_id: str) -> ToolRequest:
-        return ToolRequest(
-            v=1,
-            kind="request",
-            id=self.id or request_id,
-            reply_to="http",
-            tool=self.tool,
-            arguments=self.arguments,
-            caller=self.caller,
-            timeout_ms=self.timeout_ms,
-        )
 
 
 def first_validation_error(exc: ValidationError) -> str:

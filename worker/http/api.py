@@ -11,6 +11,7 @@ transport only turns bytes into a call and a reply back into bytes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 import uuid
@@ -26,8 +27,8 @@ from indexer.stats import store_stats
 from worker.contract.envelopes import (
     MAX_REQUEST_BYTES,
     HttpCall,
+    encode_reply,
     first_validation_error,
-    reply_for,
 )
 from worker.contract.errors import is_unknown_tool
 from worker.http.admin import StoreAdmin
@@ -38,11 +39,24 @@ from worker.local_service import LocalService
 from worker.manifest import manifest
 from worker.pipeline import ToolCall
 from worker.tools import source_agents as ext
+from worker.tools.access import Caller
 from worker.webguard.origin import allowed_names, rebinding_guard
 from worker.webguard.token import OPEN_PATHS, bearer, token_matches
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES  # the same bound as a Kafka request record
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _tool_call(call: HttpCall, request_id: str, sent_ms: float) -> ToolCall:
+    """The call of a ``/v1/call`` body. ``serve`` verifies no caller token (its bearer
+    token guards the API), so the call has no binding."""
+    ref = call.caller
+    if ref is None:
+        return ToolCall(request_id, call.tool, call.arguments, None,
+                        timeout_ms=call.timeout_ms, sent_ms=sent_ms)  # fmt: skip
+    caller = Caller(ref.session_id, ref.step_seq) if ref.session_id is not None else None
+    return ToolCall(request_id, call.tool, call.arguments, caller, min_seq=ref.min_seq,
+                    timeout_ms=call.timeout_ms, sent_ms=sent_ms, token=ref.token)  # fmt: skip
 
 
 class HttpApi:
@@ -140,19 +154,22 @@ class HttpApi:
             call = HttpCall.model_validate(obj)
         except ValidationError as exc:
             return self._bad(400, "BAD_REQUEST", first_validation_error(exc))
-        tool_request = call.to_request(str(uuid.uuid4()))
+        request_id = call.id or str(uuid.uuid4())
+        tool_call = _tool_call(call, request_id, received_ms)
         try:
-            tool_request = await ext.restrict_request(self.service, tool_request, extensions)
+            arguments = await ext.restrict_request(
+                self.service, call.tool, call.arguments, tool_call.caller, extensions
+            )
         except ext.ExtensionError as exc:
             return self._bad(400, "BAD_REQUEST", str(exc))
-        result = await self.pipeline.answer(
-            ToolCall.from_request(tool_request, sent_ms=received_ms)
-        )
+        if arguments is not call.arguments:
+            tool_call = dataclasses.replace(tool_call, arguments=arguments)
+        result = await self.pipeline.answer(tool_call)
         error = result.error
         if error is not None and is_unknown_tool(error.code, error.message):
             return self._bad(404, "UNKNOWN_TOOL", error.message)  # the pipeline's one answer
-        reply = reply_for(tool_request.id, result)
-        return web.Response(body=reply.encode(), content_type="application/json")
+        reply = encode_reply(request_id, result)
+        return web.Response(body=reply, content_type="application/json")
 
     async def _manifest_view(self, _: web.Request) -> web.Response:
         return web.json_response(manifest(self.pipeline.limits))

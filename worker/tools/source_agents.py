@@ -23,7 +23,6 @@ from indexer.query.protocol import QueryService
 from indexer.query.types import SessionRecord
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken
-from worker.contract.envelopes import ToolRequest
 from worker.contract.errors import HarnessError
 from worker.tools.access import Caller, ResolvedCaller, record_authorized, resolve_caller
 
@@ -159,21 +158,12 @@ def _visible_records(
 
 
 async def restrict_request(
-    service: QueryService, request: ToolRequest, extensions: Extensions
-) -> ToolRequest:
-    """``request`` with its arguments narrowed by the extensions (HTTP front end);
-    raises :class:`ExtensionError` for extensions that cannot be used."""
+    service: QueryService, tool: str, arguments: Any, caller: Caller | None, extensions: Extensions
+) -> Any:
+    """A call's ``arguments`` narrowed by its extensions (HTTP front end); raises
+    :class:`ExtensionError` for extensions that cannot be used."""
     if extensions.error is not None:
         raise ExtensionError(extensions.error)
     if extensions.source_agents is None:
-        return request
-    ref = request.caller
-    caller = (
-        Caller(ref.session_id, ref.step_seq)
-        if ref is not None and ref.session_id is not None
-        else None
-    )
-    arguments = await restrict_arguments(
-        service, request.tool, request.arguments, caller, extensions.source_agents
-    )
-    return request.model_copy(update={"arguments": arguments})
+        return arguments
+    return await restrict_arguments(service, tool, arguments, caller, extensions.source_agents)
