@@ -141,7 +141,7 @@ def _run_texts(raw: bytes, deltas: Sequence[bytes], field: str, first_text: str)
     tail = b'"}}}'
     head = raw[: len(raw) - len(deltas[0]) - len(tail)]
     if head.endswith(b'"' + field.encode() + b'":"'):
-        return [first_text, *(_string(d) for d in deltas[1:])]
+        return [first_text, *_strings(deltas[1:])]
     texts = []
     for delta in deltas:
         data = load_json(head + delta + tail).get("data")
@@ -150,10 +150,13 @@ def _run_texts(raw: bytes, deltas: Sequence[bytes], field: str, first_text: str)
     return texts
 
 
-def _string(stored: bytes) -> str:
-    """The text of a JSON string's stored content (the bytes between its quotes)."""
-    text: str = load_json(b'"' + stored + b'"')
-    return text
+def _strings(stored: Sequence[bytes]) -> list[str]:
+    """The texts of JSON strings' stored contents (the bytes between their quotes),
+    decoded as one JSON array."""
+    if not stored:
+        return []
+    texts: list[str] = load_json(b'["' + b'","'.join(stored) + b'"]')
+    return texts
 
 
 def _piece(text: str, start: int, spans: Sequence[tuple[int, int, str]]) -> str:

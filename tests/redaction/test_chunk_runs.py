@@ -162,6 +162,8 @@ def test_a_run_longer_than_the_context_is_read_to_its_bound_on_each_side() -> No
         assert {text for _, text in walked} == {"a"}
 
 
+# stored escaped: the members' texts are decoded from the bytes between their quotes
+_ODD_TEXTS = ["\n\u00e9", '"', "\\", '","', "\u2028\x00", "\U0001f600", ""]
 _KINDS = ["delta0", "delta0", "delta1", "usage", "end0", "end1", "message"]
 # runs short and long: long ones reach the context's bound, and cross reads
 _EVENTS = st.one_of(
@@ -176,11 +178,12 @@ def test_the_run_read_step_by_step_is_the_run_of_the_whole_context(
     kinds: list[str], data: st.DataObject
 ) -> None:
     """Read through the block format (consecutive deltas packed, each with a text of
-    its own), the walk finds the members and texts a walk over every event finds."""
+    its own, escapes and quotes among them), the walk finds the members and texts a
+    walk over every event finds."""
     objs: list[dict[str, Any]] = []
     for seq, kind in enumerate(kinds):
         if kind.startswith("delta"):
-            text = f"<{seq}\n\u00e9>"
+            text = f"<{seq}{_ODD_TEXTS[seq % len(_ODD_TEXTS)]}>"
             objs.append(_chunk(seq, {"type": "text-delta", "index": int(kind[-1]), "text": text}))
         elif kind.startswith("end"):
             objs.append(_chunk(seq, {"type": "block-end", "index": int(kind[-1])}))
