@@ -29,8 +29,9 @@ class QueryService(Protocol):
     def reading(self) -> AbstractContextManager[None]:
         """A scope whose reads all use one commit generation of the store: what a reader
         remembers of it (``indexer.query.generation``) is checked against the store once,
-        when the scope is entered, instead of at every read. A tool call's caller
-        resolution and its own reads run inside one (``worker.pipeline``, steps 7-8)."""
+        at the scope's first read, instead of at every read, and every read sees the
+        store as of that commit (one read transaction). A tool call's caller resolution
+        and its own reads run inside one (``worker.pipeline``, steps 7-8)."""
         ...
 
     def filter_sessions(self, filters: Sequence[SessionFilter]) -> list[SessionRecord]:

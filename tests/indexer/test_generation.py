@@ -178,3 +178,29 @@ def test_a_reading_scope_checks_the_generation_once_and_the_next_read_after_it_a
         assert service.last_seq("s1") == 0
     assert _title(service, "s1") == "Two"
     assert service.last_seq("s1") == 1
+
+
+def test_a_reading_scope_reads_one_snapshot_and_ends_it(
+    dirs: tuple[Store, StoreQueryService],
+) -> None:
+    """Rows and blocks read in one scope are of one commit: a delete committed meanwhile
+    takes neither the row nor the events away from it (each statement on its own read
+    the row, then no blocks: the read failed inside); after the scope (also one left by
+    an error) the connection holds no read transaction, so the writer's checkpoints
+    pass it."""
+    store, service = dirs
+    store.apply(header_record(header("s1", cwd="/w")))
+    store.apply(events_record("s1", [user(0, "hello"), title(1, "One")]))
+    store.commit()
+    with service.reading():
+        assert service.get_session("s1") is not None
+        store.apply(DeleteRecord(v=1, kind="delete", session_id="s1"))
+        store.commit()
+        assert [e.seq for e in service.read_event("s1", 0, after=1).events] == [0, 1]
+        assert [e.seq for e in service.list_events("s1")] == [0, 1]
+    assert not service._conn.in_transaction
+    assert service.get_session("s1") is None
+    with pytest.raises(RuntimeError), service.reading():
+        service.get_session("s1")
+        raise RuntimeError("a tool failed")
+    assert not service._conn.in_transaction
