@@ -14,7 +14,6 @@ import asyncio
 import dataclasses
 import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 
 import orjson
@@ -31,6 +30,7 @@ from worker.contract.envelopes import (
     first_validation_error,
 )
 from worker.contract.errors import is_unknown_tool
+from worker.contract.ids import RequestIds
 from worker.http.admin import StoreAdmin
 from worker.http.console_api import ConsoleApi
 from worker.http.console_page import console_routes, is_asset_path
@@ -71,6 +71,7 @@ class HttpApi:
         self._token = token
         self.admin = StoreAdmin(local)
         self.console = ConsoleApi(local.service)
+        self._ids = RequestIds()
 
     @property
     def status(self) -> SourceStatus:
@@ -154,7 +155,7 @@ class HttpApi:
             call = HttpCall.model_validate(obj)
         except ValidationError as exc:
             return self._bad(400, "BAD_REQUEST", first_validation_error(exc))
-        request_id = call.id or str(uuid.uuid4())
+        request_id = call.id or self._ids.new()
         tool_call = _tool_call(call, request_id, received_ms)
         try:
             arguments = await ext.restrict_request(
