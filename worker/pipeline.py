@@ -47,7 +47,7 @@ from worker.authn.principal import Principal
 from worker.cancels import InFlight
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken, Deadline
-from worker.contract.envelopes import ToolRequest
+from worker.contract.envelopes import HttpCall, ToolRequest
 from worker.contract.errors import (
     BusyError,
     HarnessError,
@@ -96,18 +96,20 @@ class ToolCall:
 
     @classmethod
     def from_request(
-        cls, request: ToolRequest, *, sent_ms: float | None, workspace_key: str | None = None
-    ) -> ToolCall:
-        """A request envelope (Kafka, HTTP) as a call; no ``caller.session_id``, no caller."""
-        ref = request.caller
-        if ref is None:
-            return cls(request.id, request.tool, request.arguments, None,
-                       timeout_ms=request.timeout_ms, sent_ms=sent_ms,
-                       workspace_key=workspace_key, binding=Binding(request))  # fmt: skip
-        caller = Caller(ref.session_id, ref.step_seq) if ref.session_id is not None else None
-        return cls(request.id, request.tool, request.arguments, caller, min_seq=ref.min_seq,
-                   timeout_ms=request.timeout_ms, sent_ms=sent_ms, token=ref.token,
-                   workspace_key=workspace_key, binding=Binding(request))  # fmt: skip
+        cls, request: ToolRequest | HttpCall, *, sent_ms: float | None,
+        workspace_key: str | None = None, request_id: str | None = None,
+    ) -> ToolCall:  # fmt: skip
+        """A request envelope as a call (no ``caller.session_id``: no caller); an ``HttpCall``
+        (``serve`` verifies no caller token: its bearer token guards the API) is unbound."""
+        ref, rid, caller = request.caller, request_id or request.id, None
+        assert rid is not None, "an HttpCall without an id is given one"
+        if ref is not None and ref.session_id is not None:
+            caller = Caller(ref.session_id, ref.step_seq)
+        binding = Binding(request) if isinstance(request, ToolRequest) else None
+        return cls(rid, request.tool, request.arguments, caller,
+                   min_seq=None if ref is None else ref.min_seq, timeout_ms=request.timeout_ms,
+                   sent_ms=sent_ms, token=None if ref is None else ref.token,
+                   workspace_key=workspace_key, binding=binding)  # fmt: skip
 
 
 def deadline_for(

@@ -39,24 +39,11 @@ from worker.local_service import LocalService
 from worker.manifest import manifest
 from worker.pipeline import ToolCall
 from worker.tools import source_agents as ext
-from worker.tools.access import Caller
 from worker.webguard.origin import allowed_names, rebinding_guard
 from worker.webguard.token import OPEN_PATHS, bearer, token_matches
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES  # the same bound as a Kafka request record
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def _tool_call(call: HttpCall, request_id: str, sent_ms: float) -> ToolCall:
-    """The call of a ``/v1/call`` body. ``serve`` verifies no caller token (its bearer
-    token guards the API), so the call has no binding."""
-    ref = call.caller
-    if ref is None:
-        return ToolCall(request_id, call.tool, call.arguments, None,
-                        timeout_ms=call.timeout_ms, sent_ms=sent_ms)  # fmt: skip
-    caller = Caller(ref.session_id, ref.step_seq) if ref.session_id is not None else None
-    return ToolCall(request_id, call.tool, call.arguments, caller, min_seq=ref.min_seq,
-                    timeout_ms=call.timeout_ms, sent_ms=sent_ms, token=ref.token)  # fmt: skip
 
 
 class HttpApi:
@@ -156,7 +143,7 @@ class HttpApi:
         except ValidationError as exc:
             return self._bad(400, "BAD_REQUEST", first_validation_error(exc))
         request_id = call.id or self._ids.new()
-        tool_call = _tool_call(call, request_id, received_ms)
+        tool_call = ToolCall.from_request(call, sent_ms=received_ms, request_id=request_id)
         try:
             arguments = await ext.restrict_request(
                 self.service, call.tool, call.arguments, tool_call.caller, extensions
