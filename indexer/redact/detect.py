@@ -85,11 +85,11 @@ class Detector:
         self._name_keywords = tuple({k for r in self.rules if r.generic for k in r.keywords})
         self._names: dict[str, bool] = {}  # member names repeat in every event
 
-    def keyword_ends(self, lowered: str) -> list[int]:
-        """The end offsets of every rule keyword's occurrences in ``lowered`` (a text
-        lower-cased already: the keywords are): where none occurs, no rule can find a
-        secret (every rule runs only on its keywords)."""
-        return [end for end, _value in self._automaton.iter(lowered)]
+    def keyword_spans(self, lowered: str) -> list[tuple[int, int]]:
+        """The (start, end) offsets of every rule keyword's occurrences in ``lowered`` (a
+        text lower-cased already: the keywords are): where none occurs, no rule can find
+        a secret (every rule runs only on its keywords)."""
+        return [(end - value[0] + 1, end + 1) for end, value in self._automaton.iter(lowered)]
 
     def names_secret(self, name: str) -> bool:
         """Whether ``name`` holds a keyword of a generic rule (an object member named so

@@ -40,10 +40,13 @@ def detector() -> Detector:
 
 def _may_hold(events: Sequence[SessionEvent]) -> set[int]:
     """The indices of the events whose JSON may hold a secret: those holding a rule
-    keyword, found in one pass over their JSON texts joined (most events hold none). A
-    keyword in a decoded string is in its JSON text too (keywords hold no character JSON
-    escapes), unless an escape spells a letter or a slash (``\\u0041``, ``\\/``): such
-    an event is walked whole."""
+    keyword that may be in a string the walk tests, found in one pass over their JSON
+    texts joined (most events hold none). A keyword in a decoded string is in its JSON
+    text too (keywords hold no character JSON escapes), unless an escape spells a letter
+    or a slash (``\\u0041``, ``\\/``): such an event is walked whole. A keyword only in
+    the names of members whose values are no strings (``"inputTokens": 10``, in every
+    usage record) cannot be: the walk keeps names and tests a name only with its string
+    value (``_names_no_string``)."""
     texts: list[str] = []
     starts: list[int] = []
     at = 0
@@ -55,9 +58,44 @@ def _may_hold(events: Sequence[SessionEvent]) -> set[int]:
         starts.append(at)
         texts.append(text)
         at += len(text) + 1
-    for end in detector().keyword_ends("\n".join(texts)):
-        maybe.add(bisect.bisect_right(starts, end) - 1)
+    joined = "\n".join(texts)
+    for start, end in detector().keyword_spans(joined):
+        i = bisect.bisect_right(starts, start) - 1
+        if i not in maybe and not _names_no_string(joined, starts[i], len(texts[i]), start, end):
+            maybe.add(i)
     return maybe
+
+
+_JSON_SPACE: Final = " \t\n\r"
+
+
+def _names_no_string(text: str, lo: int, size: int, start: int, end: int) -> bool:
+    """Whether ``text[start:end]``, in the JSON text ``text[lo:lo + size]`` (valid JSON:
+    a stored event's), lies in the name of an object member whose value is no string:
+    the nearest quotes around it hold no backslash, the one before follows ``{`` or
+    ``,`` and the one after is followed by ``:`` and a value not starting with a quote.
+    Outside strings valid JSON holds no keyword's letters, so those quotes delimit the
+    string holding it, and a string between ``{``/``,`` and ``:`` is a name. Anything
+    else (an escaped quote, a value, a string value) answers False: walk."""
+    hi = lo + size
+    opening = text.rfind('"', lo, start)
+    closing = text.find('"', end, hi)
+    if opening < 0 or closing < 0 or text.find("\\", opening, closing) >= 0:
+        return False
+    j = opening - 1
+    while j >= lo and text[j] in _JSON_SPACE:
+        j -= 1
+    if j < lo or text[j] not in "{,":
+        return False
+    k = closing + 1
+    while k < hi and text[k] in _JSON_SPACE:
+        k += 1
+    if k >= hi or text[k] != ":":
+        return False
+    k += 1
+    while k < hi and text[k] in _JSON_SPACE:
+        k += 1
+    return k < hi and text[k] != '"'
 
 
 @dataclass(frozen=True, slots=True)
