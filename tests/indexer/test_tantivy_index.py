@@ -6,6 +6,7 @@ import dataclasses
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Final
 
 import pytest
 from hypothesis import given, settings
@@ -229,16 +230,22 @@ def _reference_span(text: str, tokens: list[str]) -> tuple[int, int] | None:
     return None
 
 
-@pytest.mark.parametrize("seed", range(4))
+_ASCII_PIECES: Final = [
+    "alpha", "Beta", "GAMMA", "a1", "x_y", "z-z", "needle", "\n", " ", "  ", ".",
+]  # fmt: skip
+_OTHER_PIECES: Final = [
+    "café", "İ", "naïve", "中", "文", "—", "😀", "⺀", "“", "ｘ", "é", "\u212aelvin", "Needleé",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(8))
 def test_first_occurrence_agrees_with_the_analyzer(seed: int) -> None:
-    """The ASCII shortcut, the clean-prefix split and the windows are all exact."""
+    """The ASCII shortcut, the dirty runs (seeds 4-7: non-ASCII pieces are rare, so an
+    ASCII phrase is settled beside them) and the windows are all exact."""
     rng = random.Random(seed)
-    pieces = [
-        "alpha", "Beta", "GAMMA", "a1", "x_y", "z-z", "needle", "café", "İ", "naïve",
-        "中", "文", "—", "😀", "⺀", "“", "ｘ", "\n", " ", "  ", ".", "é",
-    ]  # fmt: skip
+    pieces = _ASCII_PIECES + _OTHER_PIECES if seed < 4 else _ASCII_PIECES * 12 + _OTHER_PIECES
     for _ in range(400):
-        k = rng.randrange(1, 40 if seed < 3 else 2_000)
+        k = rng.randrange(1, 40 if seed % 4 < 3 else 2_000)
         text = "".join(rng.choice(pieces) + rng.choice(["", " ", " ", "-"]) for _ in range(k))
         query = " ".join(rng.choice(pieces) for _ in range(rng.randrange(1, 4)))
         tokens = analyze(query)
@@ -264,6 +271,25 @@ def test_first_occurrence_beyond_and_across_the_first_chunk() -> None:
     marked = mark_first_occurrence("x needle y needle", ["needle"])
     assert marked == "x " + MATCH_START + "needle" + MATCH_END + " y needle"
     assert first_occurrence("no match here", ["needle"]) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens", "span"),
+    [
+        ("a needle 中 thread, needle thread", ["needle", "thread"], (19, 32)),  # a run between
+        ("needleé x needle", ["needle"], (10, 16)),  # a run around an ASCII candidate
+        ("\u212aneedle needle", ["needle"], (8, 14)),  # Kelvin sign: lower-cases to ASCII
+        ("naïve x naive", ["naive"], (0, 5)),  # a dirty run holding the token: the analyzer
+        ("中needle", ["needle"], (1, 7)),  # CJK beside: its own token
+        ("é " * 600 + "needle", ["needle"], (1200, 1206)),  # dense: the analyzer
+        ("é x é y", ["needle"], None),
+        ("é needlé", ["needle"], (2, 8)),  # no ASCII candidate, a run holding the token
+    ],
+)
+def test_first_occurrence_beside_dirty_runs(
+    text: str, tokens: list[str], span: tuple[int, int] | None
+) -> None:
+    assert first_occurrence(text, tokens) == span == _reference_span(text, tokens)
 
 
 # ---- filters (SPEC §6, §7.6) ---------------------------------------------------------------------

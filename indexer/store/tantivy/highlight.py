@@ -7,9 +7,10 @@ marked with ``MATCH_START``/``MATCH_END`` and cut by ``make_snippet``.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Final, cast
 
 import tantivy
@@ -86,9 +87,11 @@ def _is_ascii_query(tokens: tuple[str, ...]) -> bool:
     return all(_ASCII_TOKEN.fullmatch(t) for t in tokens)
 
 
-def _find_ascii(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
-    """First occurrence in text whose tokens are ASCII runs (see ``_clean_prefix_end``):
-    ``str.find`` on the first token, a regex for the rest (separators in between)."""
+def _ascii_candidates(text: str, tokens: Sequence[str]) -> Iterator[tuple[int, int]]:
+    """The occurrences, in order, of the phrase as ASCII runs: the first token found by
+    ``str.find`` with no ``[a-z0-9]`` beside it, a regex for the rest (any other
+    characters between). Exact where every non-ASCII character separates tokens (see
+    ``_clean_prefix_end``); elsewhere candidates for ``_first_beside_dirty_runs``."""
     low = text.lower()
     if len(low) != len(text):  # a non-ASCII separator with a longer lowercase form
         low = text.translate(_ASCII_LOWER)
@@ -102,9 +105,98 @@ def _find_ascii(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
         ):
             m = rest.match(low, end)
             if m:
-                return pos, m.end()
+                yield pos, m.end()
         pos = low.find(first, pos + 1)
-    return None
+
+
+def _find_ascii(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
+    """First occurrence in text whose tokens are ASCII runs (``_ascii_candidates``)."""
+    return next(_ascii_candidates(text, tokens), None)
+
+
+def _is_token_char(ch: str) -> bool:
+    return ch in _ASCII_ALNUM_CI or (not ch.isascii() and not _is_separator(ch))
+
+
+_DIRTY_DENSITY: Final = 4
+
+
+class _DirtyRuns:
+    """The *dirty runs* of a text, found left to right as far as asked: maximal runs of
+    token characters holding a non-ASCII one. Tokens never cross a separator, so the
+    analyzer's tokens are the ASCII runs outside dirty runs (lowercased) and, inside
+    each, the analyzer's tokens of that run alone. Visiting a non-ASCII character costs
+    about what the analyzer spends on four to eight characters, so a stretch denser than
+    ``1 / _DIRTY_DENSITY`` in them (counted as its UTF-8 bytes beyond one per character,
+    at least one per non-ASCII character) is left to the analyzer unvisited."""
+
+    __slots__ = ("_text", "ends", "scanned", "starts")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.scanned = 0  # every run starting before this is known
+
+    def extend(self, limit: int) -> list[str] | None:
+        """Find the runs starting before ``limit``; the new runs' texts, or None for a
+        stretch too dense to visit."""
+        text, found = self._text, []
+        stretch = text[self.scanned : limit]
+        excess = len(stretch.encode("utf-8", "surrogatepass")) - len(stretch)
+        if excess * _DIRTY_DENSITY > len(stretch):
+            return None
+        for m in _NON_ASCII.finditer(text, self.scanned, max(limit, self.scanned)):
+            if _is_separator(m.group()):
+                continue
+            p = m.start()
+            if self.ends and p < self.ends[-1]:
+                continue
+            a, b = p, p + 1
+            while a > 0 and _is_token_char(text[a - 1]):
+                a -= 1
+            while b < len(text) and _is_token_char(text[b]):
+                b += 1
+            self.starts.append(a)
+            self.ends.append(b)
+            found.append(text[a:b])
+        self.scanned = max(self.scanned, limit, self.ends[-1] if self.ends else 0)
+        return found
+
+    def touch(self, start: int, end: int) -> bool:
+        """Whether a known run overlaps ``start..end`` (runs are disjoint, in order)."""
+        i = bisect.bisect_left(self.starts, end) - 1
+        return i >= 0 and self.ends[i] > start
+
+
+_UNSETTLED: Final = (-1, -1)
+
+
+def _first_beside_dirty_runs(text: str, tokens: list[str]) -> tuple[int, int] | None:
+    """``first_occurrence`` of an ASCII phrase (``_is_ascii_query``) where non-ASCII
+    token characters are few, or ``_UNSETTLED``.
+
+    While no dirty run (``_DirtyRuns``) up to an occurrence's end holds a token of the
+    phrase, every occurrence up to there is of ASCII runs, consecutive tokens: the
+    first ASCII candidate that no dirty run touches (a run between its tokens is a token
+    between them; one beside a token makes it part of a longer one). A run holding a
+    phrase token, or a stretch dense in non-ASCII characters, leaves it to the
+    analyzer."""
+    wanted = set(tokens)
+    runs = _DirtyRuns(text)
+
+    def harmless(limit: int) -> bool:
+        found = runs.extend(limit)
+        return found is not None and not (
+            found and wanted.intersection(ANALYZER.analyze(" ".join(found)))
+        )
+
+    for start, end in _ascii_candidates(text, tokens):
+        if not harmless(min(len(text), end + 1)):
+            return _UNSETTLED
+        if not runs.touch(start, end):
+            return start, end
+    return None if harmless(len(text)) else _UNSETTLED
 
 
 def _find_phrase(words: list[str], tokens: list[str], usable: int) -> int:
@@ -186,6 +278,9 @@ def _first_in_valid(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
             k = min(span[1] + 1, len(text))
             if _clean_prefix_end(text[:k]) == k:
                 return span
+        found = _first_beside_dirty_runs(text, wanted)
+        if found != _UNSETTLED:
+            return found
     cut = _clean_prefix_end(text)
     if ascii_query:
         span = _find_ascii(text[:cut], wanted)
