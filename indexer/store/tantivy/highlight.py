@@ -121,14 +121,20 @@ def _is_token_char(ch: str) -> bool:
 _DIRTY_DENSITY: Final = 4
 
 
+def _too_dense(stretch: str) -> bool:
+    """Over ``1 / _DIRTY_DENSITY`` of ``stretch`` non-ASCII, counted as its UTF-8 bytes
+    beyond one per character (at least one per non-ASCII character)."""
+    excess = len(stretch.encode("utf-8", "surrogatepass")) - len(stretch)
+    return excess * _DIRTY_DENSITY > len(stretch)
+
+
 class _DirtyRuns:
     """The *dirty runs* of a text, found left to right as far as asked: maximal runs of
     token characters holding a non-ASCII one. Tokens never cross a separator, so the
     analyzer's tokens are the ASCII runs outside dirty runs (lowercased) and, inside
     each, the analyzer's tokens of that run alone. Visiting a non-ASCII character costs
-    about what the analyzer spends on four to eight characters, so a stretch denser than
-    ``1 / _DIRTY_DENSITY`` in them (counted as its UTF-8 bytes beyond one per character,
-    at least one per non-ASCII character) is left to the analyzer unvisited."""
+    about what the analyzer spends on four to eight characters, so a stretch dense in
+    them (``_too_dense``) is left to the analyzer."""
 
     __slots__ = ("_text", "ends", "scanned", "starts")
 
@@ -140,18 +146,18 @@ class _DirtyRuns:
 
     def extend(self, limit: int) -> list[str] | None:
         """Find the runs starting before ``limit``; the new runs' texts, or None for a
-        stretch too dense to visit."""
-        text, found = self._text, []
-        stretch = text[self.scanned : limit]
-        excess = len(stretch.encode("utf-8", "surrogatepass")) - len(stretch)
-        if excess * _DIRTY_DENSITY > len(stretch):
-            return None
-        for m in _NON_ASCII.finditer(text, self.scanned, max(limit, self.scanned)):
+        stretch too dense to visit (judged at its first non-ASCII token character: a
+        stretch whose non-ASCII characters all separate is only scanned)."""
+        text, first = self._text, self.scanned
+        found: list[str] = []
+        for m in _NON_ASCII.finditer(text, first, max(limit, first)):
             if _is_separator(m.group()):
                 continue
             p = m.start()
             if self.ends and p < self.ends[-1]:
                 continue
+            if not found and _too_dense(text[first:limit]):
+                return None
             a, b = p, p + 1
             while a > 0 and _is_token_char(text[a - 1]):
                 a -= 1
@@ -269,15 +275,6 @@ def _first_in_valid(text: str, tokens: Sequence[str]) -> tuple[int, int] | None:
     if text.isascii():
         return _find_ascii(text, wanted) if ascii_query else None
     if ascii_query:
-        # The first ASCII-run occurrence in the whole text is the answer when no
-        # non-ASCII token character comes before its end or right after it: then it lies
-        # in the clean prefix (an earlier one would have been found first), and only
-        # that much of the text is scanned for such characters.
-        span = _find_ascii(text, wanted)
-        if span is not None:
-            k = min(span[1] + 1, len(text))
-            if _clean_prefix_end(text[:k]) == k:
-                return span
         found = _first_beside_dirty_runs(text, wanted)
         if found != _UNSETTLED:
             return found
