@@ -70,7 +70,7 @@ from bench.bench_kafka import (
     summarize,
 )
 from bench.bench_store import _code_fingerprint, machine
-from bench.mix import REAL_CORPUS, TOOLS, Call, fixed_mix
+from bench.mix import REAL_CORPUS, TOOLS, Call, checkout, fixed_mix
 
 OUT: Final = Path(__file__).resolve().parent / "out"
 THROUGHPUT_TARGET: Final = 3.0  # this tree's closed-loop requests/s over the baseline's
@@ -320,7 +320,7 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--baseline-src", type=Path, default=None)
+    ap.add_argument("--baseline-src", type=checkout, default=None)
     ap.add_argument("--phases", default="closed,rate,workers")
     ap.add_argument("--concurrency", type=int, default=32, help="closed-loop callers")
     ap.add_argument("--seconds", type=float, default=10.0, help="per closed-loop run")

@@ -72,6 +72,7 @@ from bench.mix import (
     ROOT,
     TOOLS,
     Call,
+    checkout,
     corpus_queries,
     fixed_mix,
     sessionq_argv,
@@ -482,7 +483,7 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--baseline-src", type=Path, default=None)
+    ap.add_argument("--baseline-src", type=checkout, default=None)
     ap.add_argument(
         "--corpus",
         type=Path,

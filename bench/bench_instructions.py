@@ -39,7 +39,7 @@ if __package__ in (None, ""):
 
 from bench.bench_cpu import Side, ingest, log
 from bench.bench_store import machine
-from bench.mix import REAL_CORPUS, ROOT, TOOLS, fixed_mix
+from bench.mix import REAL_CORPUS, ROOT, TOOLS, checkout, fixed_mix
 from indexer.store.layout import sqlite_path
 
 WARM_UP_CALLS: Final = 20
@@ -107,7 +107,9 @@ def per_call(src: Path, data: Path, calls_file: Path, count: int) -> dict[str, f
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--baseline-src", type=Path, required=True, help="the checkout to compare with")
+    ap.add_argument(
+        "--baseline-src", type=checkout, required=True, help="the checkout to compare with"
+    )
     ap.add_argument("--corpus", type=Path, default=REAL_CORPUS, help="dsh logs (default: real)")
     ap.add_argument("--calls", type=int, default=100, help="calls of each tool (after warm-up)")
     args = ap.parse_args()

@@ -180,8 +180,13 @@ def run_side(src: Path, tmp: Path, name: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Imported here, not at the top: the children load this file with the other
+    # checkout first on ``sys.path``, whose ``bench`` package may predate ``checkout``.
+    sys.path.insert(0, str(ROOT))
+    from bench.mix import checkout
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--against", type=Path, required=True, help="checkout to compare with")
+    ap.add_argument("--against", type=checkout, required=True, help="checkout to compare with")
     ap.add_argument("--keep", type=Path, default=None, help="write both reply files here")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="compare-outputs-") as t:

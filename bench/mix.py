@@ -8,6 +8,7 @@ a comparison, so per-call figures of two code versions differ only by their code
 
 from __future__ import annotations
 
+import argparse
 import random
 import sqlite3
 import sys
@@ -73,6 +74,17 @@ def corpus_queries(corpus: Path) -> list[str]:
         pick("ident", 50),
         *(manifest.get("unique_tokens") or [])[:2],
     ]
+
+
+def checkout(value: str) -> Path:
+    """An ``argparse`` type for another checkout's root (``--baseline-src``, ``--against``):
+    it must hold ``indexer/`` and ``worker/``. Its code runs with the checkout first on
+    ``sys.path``, so a wrong path would silently run this tree's code on both sides."""
+    path = Path(value)
+    missing = [d for d in ("indexer", "worker") if not (path / d).is_dir()]
+    if missing:
+        raise argparse.ArgumentTypeError(f"{value} is no sessionq checkout (no {missing[0]}/)")
+    return path.resolve()
 
 
 def sessionq_argv(src: Path | None) -> list[str]:
