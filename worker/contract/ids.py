@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from typing import Final
 
 POOL_IDS: Final = 256
@@ -12,7 +11,8 @@ POOL_IDS: Final = 256
 class RequestIds:
     """Random (version 4) UUIDs, drawn from the OS's randomness ``POOL_IDS`` at a time:
     one ``getrandom`` call per id cost a ``serve`` call about 8 µs of CPU
-    (``bench/README.md``). Not thread-safe: one per event loop."""
+    (``bench/README.md``), and each is spelled from its bytes' hex (what ``str(UUID)``
+    prints, without building a ``UUID``). Not thread-safe: one per event loop."""
 
     __slots__ = ("_at", "_pool")
 
@@ -25,4 +25,8 @@ class RequestIds:
         if at >= len(self._pool):
             self._pool, at = os.urandom(16 * POOL_IDS), 0
         self._at = at + 16
-        return str(uuid.UUID(bytes=self._pool[at : at + 16], version=4))
+        raw = bytearray(self._pool[at : at + 16])
+        raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+        raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+        h = raw.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

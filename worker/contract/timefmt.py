@@ -29,6 +29,7 @@ __all__ = [
 MS_PER_DAY: Final = 86_400_000
 MAX_TIME_MS: Final = 8.64e15  # ECMAScript TimeClip range
 MAX_SAFE_INTEGER: Final = 9007199254740991
+_YEAR_10000_MS: Final = 253_402_300_800_000  # 10000-01-01T00:00:00.000Z
 
 # SPEC §9.6 verbatim, with ASCII [0-9] for \d; used with re.fullmatch (no "$" before "\n").
 _TIMESTAMP: Final = re.compile(
@@ -68,6 +69,9 @@ def iso(ms: float) -> str:
     ``ValueError("Invalid time value")`` as JavaScript throws ``RangeError``.
     """
     if type(ms) is int:  # a stored time: the usual case, no conversion
+        if 0 <= ms < _YEAR_10000_MS:  # four-digit years: one split, no range checks
+            days, in_day = divmod(ms, MS_PER_DAY)
+            return _date_text(days) + _clock_text(in_day // 1000) + _MILLI_TEXT[in_day % 1000]
         t = ms
     elif isinstance(ms, float):
         if not math.isfinite(ms):
