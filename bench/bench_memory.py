@@ -40,6 +40,8 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):
     sys.path.insert(0, str(ROOT))
 
+from bench.mix import checkout  # noqa: E402
+
 OUT: Final = ROOT / "bench" / "out"
 BASELINE: Final = Path("/tmp/base-7812bbe")
 SIZES: Final = (100_000, 300_000, 1_000_000)
@@ -230,7 +232,9 @@ def _row(r: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    parser.add_argument("--baseline-src", type=Path, default=BASELINE)
+    parser.add_argument(
+        "--baseline-src", type=checkout, default=BASELINE, help="default: skipped when missing"
+    )
     parser.add_argument("--baseline-cap-gb", type=float, default=12.0)
     parser.add_argument("--out", type=Path, default=OUT / "memory")
     parser.add_argument("--skip-parallel", action="store_true")

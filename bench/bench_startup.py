@@ -50,6 +50,11 @@ from pathlib import Path
 from typing import Any, Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):
+    sys.path.insert(0, str(ROOT))
+
+from bench.mix import checkout  # noqa: E402
+
 PACKAGES: Final = ("indexer", "worker")
 MODES: Final = ("cached", "source")
 TARGETS_S: Final = {"--help": 0.3, "call session_trace": 0.6, "call session_search": 0.6}
@@ -224,7 +229,7 @@ def report(sides: list[Side], mode: str) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline-src", type=Path, default=None)
+    parser.add_argument("--baseline-src", type=checkout, default=None)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--corpus", type=Path, default=ROOT / "tests" / "data" / "dsh")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "startup.json")

@@ -38,6 +38,7 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.mix import checkout  # noqa: E402
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus  # noqa: E402
 
 TICKS: Final = os.sysconf("SC_CLK_TCK")
@@ -195,7 +196,7 @@ def pct(values: list[float], q: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,10000")
-    parser.add_argument("--baseline-src", type=Path, default=None)
+    parser.add_argument("--baseline-src", type=checkout, default=None)
     parser.add_argument("--idle-s", type=float, default=20.0)
     parser.add_argument("--appends", type=int, default=40)
     parser.add_argument("--new", type=int, default=10)

@@ -15,7 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize(
     ("script", "flag"),
-    [("compare_outputs.py", "--against"), ("bench_cpu.py", "--baseline-src")],
+    [
+        ("compare_outputs.py", "--against"),
+        ("bench_cpu.py", "--baseline-src"),
+        ("bench_capacity.py", "--baseline-src"),
+        ("bench_memory.py", "--baseline-src"),
+        ("bench_startup.py", "--baseline-src"),
+        ("bench_watcher.py", "--baseline-src"),
+    ],
 )
 def test_a_missing_checkout_is_a_usage_error(tmp_path: Path, script: str, flag: str) -> None:
     gone = tmp_path / "no-such-checkout"
