@@ -481,12 +481,11 @@ async def test_callers_and_the_console_files_follow_the_rebinding_rule(
 async def test_configured_names_are_answered_too(demo: DemoSummary, tmp_path: Path) -> None:
     from tests.serve.conftest import embedded_service
     from worker.http.api import HttpApi
-    from worker.http.ops import start_server
     from worker.webguard.origin import allowed_names
 
     embedded = embedded_service(demo.root, tmp_path / "data")
-    app = HttpApi(embedded).app(allowed_names("127.0.0.1", ["devbox.lan"]))
-    runner, port = await start_server(app, "127.0.0.1:0")
+    api = HttpApi(embedded)
+    runner, port = await api.start("127.0.0.1:0", allowed_names("127.0.0.1", ["devbox.lan"]))
     try:
         async with aiohttp.ClientSession() as http:
             for host, status in (("devbox.lan:8765", 200), ("DEVBOX.LAN", 200), ("x.lan", 421)):

@@ -19,7 +19,6 @@ from indexer.logs.importers.detect import LogFormat
 from indexer.logs.watch import WatchRoot
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
 from worker.http.api import HttpApi
-from worker.http.ops import start_server
 from worker.local_service import LocalService
 
 T = TypeVar("T")
@@ -87,7 +86,7 @@ async def running_embedded(
     closed on exit. ``options`` go to ``LocalService`` (e.g. ``retain_days``)."""
     local = embedded_service(root, data, **options)
     api = HttpApi(local, token=token)
-    runner, port = await start_server(api.app(), "127.0.0.1:0")
+    runner, port = await api.start("127.0.0.1:0")
     try:
         local.start()
         assert await local.wait_ready(60), "the first pass did not finish"

@@ -27,7 +27,6 @@ from worker.devtools.demo_corpus.summary import SUMMARY_FILE
 from worker.http.api import HttpApi
 from worker.http.console_api import MAX_CALLERS
 from worker.http.console_page import ASSETS, CONTENT_SECURITY_POLICY
-from worker.http.ops import start_server
 from worker.local_service import LocalService
 
 from .conftest import Served, call_body, running_embedded
@@ -60,7 +59,7 @@ def live(sid: str) -> LifecycleRecord:
 async def api_over(data: Path) -> AsyncIterator[tuple[str, aiohttp.ClientSession]]:
     """The HTTP API over a store built beforehand (no watched logs)."""
     local = LocalService(data, role="serve")
-    runner, port = await start_server(HttpApi(local).app(), "127.0.0.1:0")
+    runner, port = await HttpApi(local).start("127.0.0.1:0")
     try:
         local.start()
         async with aiohttp.ClientSession() as http:

@@ -13,7 +13,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
 from worker.devtools.demo_corpus import DemoSummary, example_calls
 from worker.http.api import HttpApi
-from worker.http.ops import start_server
 
 from .conftest import Served, call_body, embedded_service
 
@@ -127,7 +126,7 @@ async def test_unmet_min_seq_times_out(served: Served) -> None:
 
 async def test_readyz_turns_200_after_the_first_pass(demo: DemoSummary, tmp_path: Path) -> None:
     local = embedded_service(demo.root, tmp_path / "data")
-    runner, port = await start_server(HttpApi(local).app(), "127.0.0.1:0")
+    runner, port = await HttpApi(local).start("127.0.0.1:0")
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as http:

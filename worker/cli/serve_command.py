@@ -63,7 +63,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     async def main(stopping: asyncio.Event) -> None:
         from worker.http.api import HttpApi
-        from worker.http.ops import serve_on
         from worker.local_service import LocalService
         from worker.webguard.origin import allowed_names
 
@@ -78,7 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             redaction=settings.redaction,
         )
         names = allowed_names(host, settings.allowed_hosts)
-        runner = await serve_on(HttpApi(local, token=token).app(names), sock)
+        runner, _ = await HttpApi(local, token=token).start(sock, names)
         shown = f"[{host}]" if ":" in host else host
         base = f"http://{shown}:{sock.getsockname()[1]}"
         print(f"sessionq serving on {base} (indexing...)", file=sys.stderr, flush=True)

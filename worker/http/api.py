@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 
@@ -34,16 +36,29 @@ from worker.contract.ids import RequestIds
 from worker.http.admin import StoreAdmin
 from worker.http.console_api import ConsoleApi
 from worker.http.console_page import console_routes, is_asset_path
-from worker.http.ops import ops_routes
+from worker.http.front import CallDoor, Headers
+from worker.http.ops import ops_routes, start_server
 from worker.local_service import LocalService
 from worker.manifest import manifest
 from worker.pipeline import ToolCall
 from worker.tools import source_agents as ext
-from worker.webguard.origin import allowed_names, rebinding_guard
+from worker.webguard.origin import allowed_names, rebinding_guard, refusal
 from worker.webguard.token import OPEN_PATHS, bearer, token_matches
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES  # the same bound as a Kafka request record
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+LOOPBACK = allowed_names("127.0.0.1")
+
+
+def _bad(status: int, code: str, message: str) -> tuple[int, bytes, str]:
+    """An API error as (status, body, content type): the JSON ``web.json_response``
+    wrote for it (``json.dumps``, UTF-8)."""
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    return status, body, "application/json; charset=utf-8"
+
+
+def _response(status: int, body: bytes, content_type: str) -> web.Response:
+    return web.Response(body=body, status=status, headers={"Content-Type": content_type})
 
 
 class HttpApi:
@@ -81,7 +96,7 @@ class HttpApi:
         return notes
 
     # ---- HTTP ---------------------------------------------------------------------------------
-    def app(self, allowed_hosts: frozenset[str] = allowed_names("127.0.0.1")) -> web.Application:
+    def app(self, allowed_hosts: frozenset[str] = LOOPBACK) -> web.Application:
         """The HTTP API; without a token, only for requests naming ``allowed_hosts``
         (``worker.webguard.origin``: the DNS-rebinding rule)."""
         guards: list[Middleware] = [self._guard]
@@ -103,7 +118,7 @@ class HttpApi:
 
     @staticmethod
     def _bad(status: int, code: str, message: str) -> web.Response:
-        return web.json_response({"error": {"code": code, "message": message}}, status=status)
+        return _response(*_bad(status, code, message))
 
     def _authorized(self, request: web.Request) -> bool:
         """With a token: every path but the probes and the console's static files needs
@@ -132,16 +147,20 @@ class HttpApi:
 
     async def _call_view(self, request: web.Request) -> web.Response:
         received_ms = time.time() * 1000
-        body = await request.read()
+        return _response(*await self.call(await request.read(), received_ms))
+
+    async def call(self, body: bytes, received_ms: float) -> tuple[int, bytes, str]:
+        """``POST /v1/call`` from its body to (status, reply body, content type), for
+        aiohttp's route and for ``worker.http.front`` alike."""
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            return self._bad(400, "BAD_REQUEST", f"body is not JSON: {exc}")
+            return _bad(400, "BAD_REQUEST", f"body is not JSON: {exc}")
         obj, extensions = ext.take_extensions(obj)
         try:
             call = HttpCall.model_validate(obj)
         except ValidationError as exc:
-            return self._bad(400, "BAD_REQUEST", first_validation_error(exc))
+            return _bad(400, "BAD_REQUEST", first_validation_error(exc))
         request_id = call.id or self._ids.new()
         tool_call = ToolCall.from_request(call, sent_ms=received_ms, request_id=request_id)
         try:
@@ -149,15 +168,32 @@ class HttpApi:
                 self.service, call.tool, call.arguments, tool_call.caller, extensions
             )
         except ext.ExtensionError as exc:
-            return self._bad(400, "BAD_REQUEST", str(exc))
+            return _bad(400, "BAD_REQUEST", str(exc))
         if arguments is not call.arguments:
             tool_call = dataclasses.replace(tool_call, arguments=arguments)
         result = await self.pipeline.answer(tool_call)
         error = result.error
         if error is not None and is_unknown_tool(error.code, error.message):
-            return self._bad(404, "UNKNOWN_TOOL", error.message)  # the pipeline's one answer
-        reply = encode_reply(request_id, result)
-        return web.Response(body=reply, content_type="application/json")
+            return _bad(404, "UNKNOWN_TOOL", error.message)  # the pipeline's one answer
+        return 200, encode_reply(request_id, result), "application/json"
+
+    async def start(
+        self, listen: str | socket.socket, allowed_hosts: frozenset[str] = LOOPBACK
+    ) -> tuple[web.AppRunner, int]:
+        """Serve the API on ``listen`` (``HOST:PORT`` or a bound socket), tool calls
+        through its door, both guarded for ``allowed_hosts``; the runner and the port."""
+        return await start_server(self.app(allowed_hosts), listen, self.door(allowed_hosts))
+
+    def door(self, allowed_hosts: frozenset[str]) -> CallDoor:
+        """The socket's protocol factory: tool calls answered by ``call`` directly, when
+        the guards of ``app(allowed_hosts)`` admit them (``worker.http.front``)."""
+
+        def admits(fields: Headers) -> bool:
+            if self._token is None:
+                return refusal(fields.get("host"), fields.get("origin"), allowed_hosts) is None
+            return token_matches(bearer(fields.get("authorization")), self._token)
+
+        return CallDoor(self.call, admits, MAX_BODY_BYTES)
 
     async def _manifest_view(self, _: web.Request) -> web.Response:
         return web.json_response(manifest(self.pipeline.limits))

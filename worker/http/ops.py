@@ -4,6 +4,7 @@ aiohttp server."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Awaitable, Callable
 
@@ -11,8 +12,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from indexer.metrics import Metrics
+from worker.http.front import CallDoor
 
 Readiness = Callable[[], Awaitable[bool]]
+SHUTDOWN_S = 60.0  # how long a stopping server waits for the calls in flight (aiohttp's default)
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -53,23 +56,46 @@ def ops_routes(
     ]
 
 
-async def serve_on(app: web.Application, sock: socket.socket) -> web.AppRunner:
-    """Start serving ``app`` on a socket bound already (``worker.cli.door``)."""
+async def serve_on(
+    app: web.Application, sock: socket.socket, door: CallDoor | None = None
+) -> web.AppRunner:
+    """Start serving ``app`` on a socket bound already (``worker.cli.door``); with
+    ``door``, its connections meet the door first (``worker.http.front``)."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.SockSite(runner, sock).start()
+    await (web.SockSite(runner, sock) if door is None else _DoorSite(runner, sock, door)).start()
     return runner
 
 
-async def start_server(app: web.Application, listen: str) -> tuple[web.AppRunner, int]:
-    """Start serving ``app``; returns the runner and the bound port (``:0`` picks one)."""
-    host, port = parse_listen(listen)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound = port
-    for address in runner.addresses:
-        bound = int(address[1])
-        break
-    return runner, bound
+class _DoorSite(web.SockSite):
+    """``SockSite`` whose connections meet ``door`` first; stopping it closes the door's
+    connections too, after their calls in flight replied."""
+
+    def __init__(self, runner: web.AppRunner, sock: socket.socket, door: CallDoor) -> None:
+        super().__init__(runner, sock)
+        self._door = door
+
+    async def start(self) -> None:
+        await super(web.SockSite, self).start()  # BaseSite: registers the site
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            self._door.bind(server), sock=self._sock, backlog=self._backlog
+        )
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self._door.close(SHUTDOWN_S)
+
+
+async def start_server(
+    app: web.Application, listen: str | socket.socket, door: CallDoor | None = None
+) -> tuple[web.AppRunner, int]:
+    """Start serving ``app`` (and ``door``, see ``serve_on``) on ``listen``: ``HOST:PORT``
+    (``:0`` picks a port) or a socket bound already; returns the runner and the port."""
+    if isinstance(listen, str):
+        host, port = parse_listen(listen)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listen = socket.create_server((host, port), family=family)
+    runner = await serve_on(app, listen, door)
+    return runner, int(listen.getsockname()[1])

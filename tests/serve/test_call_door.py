@@ -1,0 +1,390 @@
+"""The tool-call door of ``serve`` (``worker.http.front``), met over real sockets: a plain
+``POST /v1/call`` is answered by the door, byte for byte as aiohttp answers it; every
+other request — another path, an unusual or malformed head, a refused guard, an
+oversized body — reaches aiohttp from its first byte and gets aiohttp's answer, on the
+same connection; pipelined and byte-by-byte requests are answered in order; idle
+connections are closed; hostile heads never hurt the server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.serve.conftest import Served, call_body, running_embedded
+from worker.devtools.demo_corpus import DemoSummary
+from worker.http.front import CallDoor, body_length, parse_head
+
+AIOHTTP = "aiohttp"  # in the Server header of every aiohttp response; the door sends none
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def by_aiohttp(self) -> bool:
+        return AIOHTTP in self.headers.get("server", "")
+
+    def json(self) -> object:
+        return json.loads(self.body)
+
+
+async def read_response(reader: asyncio.StreamReader) -> Response:
+    """One response (interim 1xx ones skipped), framed by its Content-Length."""
+    while True:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = {}
+        for line in lines[1:]:
+            if line:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+        if status >= 200:
+            break
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return Response(status, headers, body)
+
+
+def call_request(body: bytes, *extra: str, host: str = "127.0.0.1") -> bytes:
+    head = [
+        "POST /v1/call HTTP/1.1",
+        f"Host: {host}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        *extra,
+    ]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def chunked_request(body: bytes) -> bytes:
+    head = "POST /v1/call HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    return head.encode() + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+
+
+GET_HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+@pytest.fixture
+async def wire(served: Served) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    port = int(served.base.rsplit(":", 1)[1])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+
+
+def a_call(served: Served, *, request_id: str = "door-1") -> bytes:
+    caller = served.summary.find("pay-webhook-retry").id
+    body = call_body("session_search", {"query": "幂等性"}, caller, id=request_id)
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+async def exchange(
+    wire: tuple[asyncio.StreamReader, asyncio.StreamWriter], data: bytes, replies: int = 1
+) -> list[Response]:
+    reader, writer = wire
+    writer.write(data)
+    await writer.drain()
+    return [await read_response(reader) for _ in range(replies)]
+
+
+# ---- the door answers as aiohttp does -----------------------------------------------------------
+async def test_a_call_through_the_door_equals_the_same_call_through_aiohttp(
+    served: Served, wire: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
+    body = a_call(served)
+    (door,) = await exchange(wire, call_request(body))
+    port = int(served.base.rsplit(":", 1)[1])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        (routed,) = await exchange((reader, writer), chunked_request(body))
+    finally:
+        writer.close()
+    assert not door.by_aiohttp and routed.by_aiohttp
+    assert (door.status, door.body) == (routed.status, routed.body) == (200, door.body)
+    assert door.headers["content-type"] == routed.headers["content-type"] == "application/json"
+    reply = door.json()
+    assert isinstance(reply, dict) and reply["ok"] is True and reply["id"] == "door-1"
+    assert "Session search results" in reply["text"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b"{not json", 400, "BAD_REQUEST"),
+        (b'{"arguments": {}}', 400, "BAD_REQUEST"),
+        (b'{"tool": "no_such_tool", "arguments": {}}', 404, "UNKNOWN_TOOL"),
+    ],
+)
+async def test_the_door_refuses_bad_calls_with_aiohttps_statuses_and_bodies(
+    served: Served, body: bytes, status: int, code: str
+) -> None:
+    port = int(served.base.rsplit(":", 1)[1])
+    answers = []
+    for request in (call_request(body), chunked_request(body)):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            (answer,) = await exchange((reader, writer), request)
+        finally:
+            writer.close()
+        answers.append(answer)
+    door, routed = answers
+    assert not door.by_aiohttp and routed.by_aiohttp
+    assert door.status == routed.status == status
+    assert door.body == routed.body
+    assert door.headers["content-type"] == routed.headers["content-type"]
+    error = door.json()
+    assert isinstance(error, dict) and error["error"]["code"] == code
+
+
+# ---- connections --------------------------------------------------------------------------------
+async def test_calls_and_other_paths_share_one_keep_alive_connection(
+    served: Served, wire: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
+    body = a_call(served)
+    first, second = [(await exchange(wire, call_request(body)))[0] for _ in range(2)]
+    (health,) = await exchange(wire, GET_HEALTHZ)
+    (after,) = await exchange(wire, call_request(body))  # the connection is aiohttp's now
+    assert [first.status, second.status, health.status, after.status] == [200] * 4
+    assert not first.by_aiohttp and not second.by_aiohttp
+    assert health.by_aiohttp and health.json() == {"status": "ok"}
+    assert after.by_aiohttp and after.body == first.body
+
+
+async def test_pipelined_requests_are_answered_in_order(
+    served: Served, wire: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
+    one, two = a_call(served, request_id="p-1"), a_call(served, request_id="p-2")
+    manifest = b"GET /v1/manifest HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    replies = await exchange(
+        wire, call_request(one) + call_request(two) + manifest + call_request(one), 4
+    )
+    ids = [r.json()["id"] for r in replies[:2]]  # type: ignore[index]
+    assert ids == ["p-1", "p-2"]
+    assert "tools" in replies[2].json()  # type: ignore[operator]
+    assert replies[2].by_aiohttp and replies[3].by_aiohttp
+    assert replies[3].json()["id"] == "p-1"  # type: ignore[index]
+
+
+async def test_a_request_arriving_byte_by_byte_is_answered(
+    served: Served, wire: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
+    reader, writer = wire
+    for byte in call_request(a_call(served)):
+        writer.write(bytes([byte]))
+        await writer.drain()
+    reply = await read_response(reader)
+    assert reply.status == 200 and not reply.by_aiohttp
+
+
+async def test_connection_close_is_honoured(
+    served: Served, wire: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
+    (reply,) = await exchange(wire, call_request(a_call(served), "Connection: close"))
+    assert reply.status == 200 and reply.headers["connection"] == "close"
+    assert await asyncio.wait_for(wire[0].read(), 10) == b""
+
+
+# ---- what the door leaves to aiohttp ------------------------------------------------------------
+UNUSUAL = [
+    # (name, request built from a valid call body, expected status)
+    ("folded header", lambda b: call_request(b, "X-Note: a\r\n b"), 400),
+    ("two lengths", lambda b: call_request(b, f"Content-Length: {len(b)}"), 400),
+    ("length and chunked", lambda b: call_request(b, "Transfer-Encoding: chunked"), 400),
+    ("expect continue", lambda b: call_request(b, "Expect: 100-continue"), 200),
+    ("HTTP/1.0", lambda b: call_request(b).replace(b"HTTP/1.1", b"HTTP/1.0", 1), 200),
+    ("query string", lambda b: call_request(b).replace(b"/v1/call", b"/v1/call?x=1", 1), 200),
+    ("lower-case method", lambda b: call_request(b).replace(b"POST", b"post", 1), 400),
+    ("foreign host", lambda b: call_request(b, host="evil.example"), 421),
+    ("foreign origin", lambda b: call_request(b, "Origin: http://evil.example"), 403),
+    ("upgrade", lambda b: call_request(b, "Connection: Upgrade", "Upgrade: websocket"), 200),
+]
+
+
+@pytest.mark.parametrize(("name", "build", "status"), UNUSUAL, ids=[u[0] for u in UNUSUAL])
+async def test_unusual_requests_get_aiohttps_answer(
+    served: Served,
+    wire: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    name: str,
+    build: object,
+    status: int,
+) -> None:
+    assert callable(build)
+    (reply,) = await exchange(wire, build(a_call(served)))
+    assert reply.status == status, (name, reply.body[:300])
+    assert reply.by_aiohttp, name
+
+
+async def test_a_body_over_the_bound_is_413_from_aiohttp(
+    served: Served, wire: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
+    from worker.http.api import MAX_BODY_BYTES
+
+    body = b'{"tool": "session_search", "arguments": {"query": "' + b"x" * MAX_BODY_BYTES + b'"}}'
+    (reply,) = await exchange(wire, call_request(body))
+    assert reply.status == 413 and reply.by_aiohttp
+    assert reply.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"  # type: ignore[index]
+
+
+async def test_with_a_token_only_an_authenticated_call_takes_the_door(
+    demo: DemoSummary, tmp_path: Path
+) -> None:
+    async with running_embedded(demo.root, tmp_path / "data", token="s3cret-token") as (
+        _api,
+        base,
+        _http,
+    ):
+        served = Served(base, _http, demo, _api)
+        port = int(base.rsplit(":", 1)[1])
+        body = a_call(served)
+        replies = []
+        for extra in ("Authorization: Bearer s3cret-token", "Authorization: Bearer nope", None):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                request = call_request(body, extra) if extra else call_request(body)
+                replies.extend(await exchange((reader, writer), request))
+            finally:
+                writer.close()
+    good, wrong, missing = replies
+    assert good.status == 200 and not good.by_aiohttp
+    for refused in (wrong, missing):
+        assert refused.status == 401 and refused.by_aiohttp
+        assert refused.headers["www-authenticate"] == "Bearer"
+
+
+# ---- hostile heads ----------------------------------------------------------------------------
+def _mutations(valid: bytes, rng: random.Random, n: int) -> list[bytes]:
+    head, _, body = valid.partition(b"\r\n\r\n")
+    out = []
+    for _ in range(n):
+        data = bytearray(head)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(data))
+            choice = rng.random()
+            if choice < 0.4:
+                data[at] = rng.choice(b"\r\n\t \x00:\x7f\xff/0aZ")
+            elif choice < 0.7:
+                del data[at]
+            else:
+                data[at:at] = rng.choice([b"\r\n", b"\n", b":", b" ", b"\r\nX: y", b"9"])
+        out.append(bytes(data) + b"\r\n\r\n" + body)
+    return out
+
+
+async def test_mutated_heads_never_hurt_the_server(served: Served) -> None:
+    port = int(served.base.rsplit(":", 1)[1])
+    valid = call_request(a_call(served))
+    for request in _mutations(valid, random.Random(22), 120):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(request)
+            writer.write_eof()
+            answered = await asyncio.wait_for(reader.read(), 30)  # any answer, or a close
+        finally:
+            writer.close()
+        if answered:
+            assert answered.startswith(b"HTTP/1.1 "), answered[:200]
+    # ... and it still answers, through the door
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        (reply,) = await exchange((reader, writer), valid)
+    finally:
+        writer.close()
+    assert reply.status == 200 and not reply.by_aiohttp
+
+
+# ---- the door alone ---------------------------------------------------------------------------
+async def test_idle_and_unfinished_connections_are_closed() -> None:
+    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
+        return 200, body, "application/json"
+
+    door = CallDoor(answer, lambda _fields: True, 1024, idle_s=0.2)
+    door.bind(asyncio.Protocol)
+    server = await asyncio.get_running_loop().create_server(door, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        for sent in (b"", b"POST /v1/call HTTP/1.1\r\nHost: x\r\n", call_request(b"{}")):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(sent)
+            received = await asyncio.wait_for(reader.read(), 10)  # the server closes
+            writer.close()
+            assert received.endswith(b"\r\n\r\n{}") if sent.endswith(b"{}") else received == b""
+    finally:
+        server.close()
+        await door.close(1)
+
+
+async def test_a_client_that_does_not_read_stops_being_answered_until_it_reads() -> None:
+    """Replies past the socket's buffers pause the door: no next request is taken until
+    the client reads; then every reply arrives, in order."""
+    answered: list[bytes] = []
+
+    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
+        answered.append(body)
+        return 200, body * (1 << 20), "application/octet-stream"  # 1 MiB per reply
+
+    door = CallDoor(answer, lambda _fields: True, 1024)
+    door.bind(asyncio.Protocol)
+    server = await asyncio.get_running_loop().create_server(door, "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", server.sockets[0].getsockname()[1], limit=1 << 22
+    )
+    try:
+        writer.write(b"".join(call_request(b"%d" % (i % 10)) for i in range(64)))
+        await writer.drain()
+        await asyncio.sleep(1.0)
+        assert 0 < len(answered) < 64  # 64 MiB of replies do not fit any buffer
+        replies = [await read_response(reader) for _ in range(64)]
+        assert [r.body[:1] for r in replies] == [b"%d" % (i % 10) for i in range(64)]
+        assert len(answered) == 64
+    finally:
+        writer.close()
+        server.close()
+        await door.close(1)
+
+
+def test_parse_head_takes_plain_fields_only() -> None:
+    assert parse_head(b"Host: a\r\nContent-Length: 2\r\nX-A:  b \t") == {
+        "host": "a",
+        "content-length": "2",
+        "x-a": "b",
+    }
+    for bad in (
+        b"Host a",
+        b" Host: a",
+        b"Host: a\r\n b",
+        b"Ho st: a",
+        b"Host: a\x00",
+        b"Host: a\nX: b",
+        b"Host: a\r\nhost: b",
+        b"Transfer-Encoding: chunked",
+        b"Expect: 100-continue",
+        b"Upgrade: h2c",
+        b"Host: \xff",
+    ):
+        assert parse_head(bad) is None, bad
+
+
+def test_body_length_takes_plain_digits_within_the_bound() -> None:
+    assert body_length({"content-length": "12"}, 100) == 12
+    assert body_length({"content-length": "12", "connection": "Keep-Alive"}, 100) == 12
+    for fields in (
+        {},
+        {"content-length": "+12"},
+        {"content-length": "1 2"},
+        {"content-length": "0x10"},
+        {"content-length": "101"},
+        {"content-length": "12345678901"},
+        {"content-length": "1", "connection": "upgrade"},
+    ):
+        assert body_length(fields, 100) is None, fields
