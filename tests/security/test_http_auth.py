@@ -448,6 +448,8 @@ async def test_sessions_masks_a_foreign_parent_as_the_tools_do(tmp_path: Path) -
         ({"Host": "127.0.0.1.attacker.example"}, 421),
         ({"Origin": "http://attacker.example"}, 403),  # a page elsewhere calling in
         ({"Origin": "null"}, 403),
+        ({"Origin": "http://[::1"}, 403),  # malformed: refused, not a 500
+        ({"Origin": "http://[evil]"}, 403),
         ({"Host": "localhost:1"}, 200),
         ({"Host": "[::1]:8765"}, 200),
         ({"Origin": "http://localhost:8765"}, 200),

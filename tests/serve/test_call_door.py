@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,14 @@ import pytest
 
 from tests.serve.conftest import Served, call_body, running_embedded
 from worker.devtools.demo_corpus import DemoSummary
-from worker.http.front import CallDoor, body_length, parse_head
+from worker.http.front import (
+    LOOKAHEAD_BYTES,
+    Answer,
+    CallDoor,
+    Headers,
+    body_length,
+    parse_head,
+)
 
 AIOHTTP = "aiohttp"  # in the Server header of every aiohttp response; the door sends none
 
@@ -225,6 +232,47 @@ async def test_unusual_requests_get_aiohttps_answer(
     assert reply.by_aiohttp, name
 
 
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [
+        ([f"X-F{i}: v" for i in range(3000)], 400),  # more fields than aiohttp takes
+        (["X-Long: " + "v" * 50_000], 400),  # a field longer than aiohttp takes
+        ([f"X-F{i}: " + "v" * 90 for i in range(120)], 200),  # a head over 8 KiB
+    ],
+    ids=["3000 fields", "one 50 kB field", "11 kB head"],
+)
+async def test_a_head_sent_whole_but_over_the_bounds_gets_aiohttps_answer(
+    served: Served,
+    wire: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    extra: list[str],
+    status: int,
+) -> None:
+    (reply,) = await exchange(wire, call_request(a_call(served), *extra))
+    assert reply.status == status and reply.by_aiohttp
+
+
+async def test_a_malformed_origin_is_refused_and_the_connection_goes_on(
+    served: Served, wire: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
+    body = a_call(served)
+    replies = await exchange(
+        wire, call_request(body) + call_request(body, "Origin: http://[::1") + GET_HEALTHZ, 3
+    )
+    assert [r.status for r in replies] == [200, 403, 200]
+    assert not replies[0].by_aiohttp and replies[1].by_aiohttp
+
+
+async def test_pipelined_calls_before_a_half_close_are_all_answered(
+    served: Served, wire: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
+    reader, writer = wire
+    writer.write(b"".join(call_request(a_call(served, request_id=f"h-{i}")) for i in range(3)))
+    writer.write_eof()
+    replies = [await read_response(reader) for _ in range(3)]
+    assert [r.json()["id"] for r in replies] == ["h-0", "h-1", "h-2"]  # type: ignore[index]
+    assert await asyncio.wait_for(reader.read(), 10) == b""
+
+
 async def test_a_body_over_the_bound_is_413_from_aiohttp(
     served: Served, wire: tuple[asyncio.StreamReader, asyncio.StreamWriter]
 ) -> None:
@@ -248,18 +296,25 @@ async def test_with_a_token_only_an_authenticated_call_takes_the_door(
         port = int(base.rsplit(":", 1)[1])
         body = a_call(served)
         replies = []
-        for extra in ("Authorization: Bearer s3cret-token", "Authorization: Bearer nope", None):
+        token = "Authorization: Bearer s3cret-token"
+        requests = [
+            call_request(body, token),
+            call_request(body, "Authorization: Bearer nope"),
+            call_request(body),
+            call_request(body, token).replace(b"Host: 127.0.0.1\r\n", b""),
+        ]
+        for request in requests:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             try:
-                request = call_request(body, extra) if extra else call_request(body)
                 replies.extend(await exchange((reader, writer), request))
             finally:
                 writer.close()
-    good, wrong, missing = replies
+    good, wrong, missing, hostless = replies
     assert good.status == 200 and not good.by_aiohttp
     for refused in (wrong, missing):
         assert refused.status == 401 and refused.by_aiohttp
         assert refused.headers["www-authenticate"] == "Bearer"
+    assert hostless.status == 400 and hostless.by_aiohttp  # HTTP/1.1 needs a Host
 
 
 # ---- hostile heads ----------------------------------------------------------------------------
@@ -347,6 +402,102 @@ async def test_a_client_that_does_not_read_stops_being_answered_until_it_reads()
         replies = [await read_response(reader) for _ in range(64)]
         assert [r.body[:1] for r in replies] == [b"%d" % (i % 10) for i in range(64)]
         assert len(answered) == 64
+    finally:
+        writer.close()
+        server.close()
+        await door.close(1)
+
+
+async def _door_server(
+    answer: Answer, admits: Callable[[Headers], bool] = lambda _f: True, idle_s: float = 75.0
+) -> tuple[CallDoor, asyncio.AbstractServer, int]:
+    door = CallDoor(answer, admits, 1 << 20, idle_s=idle_s)
+    door.bind(asyncio.Protocol)
+    server = await asyncio.get_running_loop().create_server(door, "127.0.0.1", 0)
+    return door, server, server.sockets[0].getsockname()[1]
+
+
+async def test_the_buffer_stays_bounded_under_a_flood_of_pipelined_calls() -> None:
+    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
+        await asyncio.sleep(0)
+        return 200, body, "application/json"
+
+    door, server, port = await _door_server(answer)
+    request = call_request(b"{}")
+    count = (16 << 20) // len(request)  # 16 MiB of calls
+    most = 0
+
+    async def sample() -> None:
+        nonlocal most
+        while True:
+            most = max([most, *(len(c.buffer) for c in door._open)])
+            await asyncio.sleep(0.001)
+
+    sampler = asyncio.ensure_future(sample())
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+
+        async def send() -> None:
+            for _ in range(count // 1000):
+                writer.write(request * 1000)
+                await writer.drain()
+
+        sending = asyncio.ensure_future(send())
+        for _ in range(count // 1000 * 1000):
+            await read_response(reader)
+        await sending
+    finally:
+        sampler.cancel()
+        writer.close()
+        server.close()
+        await door.close(1)
+    assert 0 < most <= LOOKAHEAD_BYTES + (1 << 20), most  # the lookahead and one read
+
+
+async def test_a_head_is_judged_once_however_its_body_trickles_in() -> None:
+    judged = 0
+
+    def admits(_fields: Headers) -> bool:
+        nonlocal judged
+        judged += 1
+        return True
+
+    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
+        return 200, body, "application/json"
+
+    door, server, port = await _door_server(answer, admits)
+    body = b'{"x": "' + b"y" * 300 + b'"}'
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        request = call_request(body)
+        head_end = request.index(b"\r\n\r\n") + 4
+        writer.write(request[:head_end])
+        for byte in request[head_end:]:
+            writer.write(bytes([byte]))
+            await writer.drain()
+            await asyncio.sleep(0)
+        reply = await read_response(reader)
+    finally:
+        writer.close()
+        server.close()
+        await door.close(1)
+    assert reply.body == body and judged == 1
+
+
+async def test_a_client_that_never_reads_is_cut_off_when_idle() -> None:
+    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
+        return 200, b"x" * (1 << 20), "application/octet-stream"
+
+    door, server, port = await _door_server(answer, idle_s=0.3)
+    _reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
+    try:
+        writer.write(call_request(b"{}") * 64)  # 64 MiB of replies, never read
+        await writer.drain()
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if not door._open:
+                break
+        assert not door._open  # closed with its replies unread
     finally:
         writer.close()
         server.close()

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 REQUEST_LINE: Final = b"POST /v1/call HTTP/1.1\r\n"
 MAX_HEAD_BYTES: Final = 8192  # aiohttp's own bound on a header line is 8190
+MAX_FIELDS: Final = 100  # aiohttp refuses more than 128
+LOOKAHEAD_BYTES: Final = 64 * 1024  # read ahead of the request being answered
 IDLE_S: Final = 75.0  # aiohttp's keep-alive timeout
 _END: Final = b"\r\n\r\n"
 _NAME: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -139,14 +141,23 @@ class CallDoor:
 
 
 class _Connection(asyncio.Protocol):
-    """One accepted connection while its requests are tool calls (module docstring)."""
+    """One accepted connection while its requests are tool calls (module docstring).
+
+    Bounds: the buffer holds at most the request being assembled (its head at most
+    ``MAX_HEAD_BYTES``, its body at most ``max_body``) plus ``LOOKAHEAD_BYTES`` of what
+    follows while a request is answered or the client is not reading its replies; past
+    that the socket is not read. A request's head is judged once, when it is complete.
+    """
 
     def __init__(self, door: CallDoor) -> None:
         self.door = door
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
+        self.pending: tuple[int, int, bool] | None = None  # body start, length, keep-alive
         self.task: asyncio.Task[None] | None = None
-        self.closing = False
+        self.eof = False  # the client sent all it will send
+        self.in_eof = False  # within eof_received
+        self.handed_eof: bool | None = None  # aiohttp's protocol's eof_received answer
         self.last_active = 0.0
         self.timer: asyncio.TimerHandle | None = None
         self.reading_paused = False
@@ -162,59 +173,89 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
-        if self.task is None and not self.writing_paused:
-            self._next()
-        if self.transport is None:
-            return  # handed over
-        if len(self.buffer) > MAX_HEAD_BYTES + self.door.max_body and not self.reading_paused:
-            self.transport.pause_reading()  # a client sending ahead of its replies waits
-            self.reading_paused = True
+        self._go_on()
+
+    def eof_received(self) -> bool | None:
+        self.eof = True
+        self.in_eof = True
+        try:
+            self._go_on()
+        finally:
+            self.in_eof = False
+        if self.transport is None:  # handed over just now: aiohttp's protocol answered
+            return self.handed_eof
+        return not self.transport.is_closing()
 
     def pause_writing(self) -> None:
-        self.writing_paused = True  # no next request is read until the replies drain
+        self.writing_paused = True  # no next request is taken until the replies drain
 
     def resume_writing(self) -> None:
         self.writing_paused = False
-        if self.task is None:
-            self._resume()
-
-    def eof_received(self) -> bool:
-        self.closing = True
-        return self.task is not None  # keep the write side open for the reply in flight
+        self._go_on()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closing = True
         self._stop_timer()
         self.door.left(self)
 
     # ---- requests ------------------------------------------------------------------------------
+    def _go_on(self) -> None:
+        """Take the next request when none is being answered and the client reads; read
+        the socket while the buffer is within its bound (class docstring)."""
+        if self.task is None and not self.writing_paused:
+            self._next()
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return  # handed over or closed
+        if self.task is None and not self.writing_paused:
+            if self.eof:
+                transport.close()  # every whole request was answered
+            elif self.reading_paused:
+                self.reading_paused = False
+                transport.resume_reading()
+        elif len(self.buffer) > LOOKAHEAD_BYTES and not self.reading_paused and not self.eof:
+            self.reading_paused = True
+            transport.pause_reading()
+
     def _next(self) -> None:
         """Answer the request at the front of the buffer once it is whole, or hand the
         connection over when it is not a plain tool call."""
         buffer = self.buffer
-        if not buffer or self.closing:
-            return
-        if not buffer.startswith(REQUEST_LINE):
-            if len(buffer) >= len(REQUEST_LINE) or not REQUEST_LINE.startswith(buffer):
+        if self.pending is None:
+            if not buffer.startswith(REQUEST_LINE):
+                if len(buffer) >= len(REQUEST_LINE) or not REQUEST_LINE.startswith(buffer):
+                    self._hand_over()
+                return
+            end = buffer.find(_END, len(REQUEST_LINE) - 2)
+            if end < 0 and len(buffer) <= MAX_HEAD_BYTES:
+                return  # the head is still arriving
+            judged = None if end < 0 else self._judge(bytes(buffer[len(REQUEST_LINE) : end]))
+            if judged is None:
                 self._hand_over()
-            return
-        end = buffer.find(_END, len(REQUEST_LINE) - 2)
-        if end < 0:
-            if len(buffer) > MAX_HEAD_BYTES:
-                self._hand_over()
-            return
-        fields = parse_head(bytes(buffer[len(REQUEST_LINE) : end]))
-        length = None if fields is None else body_length(fields, self.door.max_body)
-        if fields is None or length is None or not self.door.admits(fields):
-            self._hand_over()
-            return
-        start = end + len(_END)
+                return
+            self.pending = (end + len(_END), *judged)
+        start, length, keep = self.pending
         if len(buffer) < start + length:
             return  # the body is still arriving
+        self.pending = None
         body = bytes(buffer[start : start + length])
         del buffer[: start + length]
-        keep = fields.get("connection", "").lower() != "close"
         self.task = asyncio.ensure_future(self._reply(body, time.time() * 1000, keep))
+
+    def _judge(self, head: bytes) -> tuple[int, bool] | None:
+        """(body length, keep-alive) of a head this door answers, else None; whatever
+        fails in judging it (a guard's parser too) leaves the request to aiohttp."""
+        if len(head) > MAX_HEAD_BYTES - len(REQUEST_LINE) or head.count(b"\r\n") >= MAX_FIELDS:
+            return None
+        try:
+            fields = parse_head(head)
+            if fields is None or "host" not in fields or not self.door.admits(fields):
+                return None
+        except Exception:
+            return None
+        length = body_length(fields, self.door.max_body)
+        if length is None:
+            return None
+        return length, fields.get("connection", "").lower() != "close"
 
     async def _reply(self, body: bytes, received_ms: float, keep: bool) -> None:
         transport = self.transport
@@ -223,10 +264,12 @@ class _Connection(asyncio.Protocol):
             status, payload, content_type = await self.door.answer(body, received_ms)
         except Exception:  # the answer never raises; if it does, the client sees a close
             log.exception("tool call over HTTP failed")
-            transport.close()
+            transport.abort()
             return
         finally:
             self.task = None
+        if transport.is_closing():
+            return
         head = b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nDate: %s\r\n" % (
             status,
             _REASONS.get(status, b"Error"),
@@ -234,26 +277,13 @@ class _Connection(asyncio.Protocol):
             len(payload),
             self.door.clock.date(),
         )
-        if transport.is_closing():
-            return
-        if not keep or self.closing:
+        if not keep:
             transport.write(head + b"Connection: close\r\n\r\n" + payload)
             transport.close()
             return
         transport.write(head + b"\r\n" + payload)
         self.last_active = asyncio.get_running_loop().time()
-        if not self.writing_paused:
-            self._resume()
-
-    def _resume(self) -> None:
-        """Read on: the next request in the buffer, then the socket again."""
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            return
-        if self.reading_paused:
-            self.reading_paused = False
-            transport.resume_reading()
-        self._next()
+        self._go_on()
 
     def _hand_over(self) -> None:
         """From the buffer's first byte on, the connection is aiohttp's."""
@@ -262,14 +292,20 @@ class _Connection(asyncio.Protocol):
         self._stop_timer()
         self.door.left(self)
         self.transport = None
-        protocol = fallback()
+        protocol = cast(asyncio.Protocol, fallback())
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
         if self.reading_paused:
             transport.resume_reading()
         data, self.buffer = bytes(self.buffer), bytearray()
         if data:
-            cast(asyncio.Protocol, protocol).data_received(data)
+            protocol.data_received(data)
+        if self.eof:
+            keep_open = protocol.eof_received()
+            if self.in_eof:
+                self.handed_eof = keep_open  # the transport acts on what we return
+            elif not keep_open:
+                transport.close()
 
     # ---- closing -------------------------------------------------------------------------------
     def _expire(self) -> None:
@@ -287,6 +323,13 @@ class _Connection(asyncio.Protocol):
             self.timer = None
 
     def close(self) -> None:
+        """Close now; replies the client has not read are dropped (``abort``): a client
+        that stopped reading must not hold the connection open."""
         self._stop_timer()
-        if self.transport is not None:
-            self.transport.close()
+        transport = self.transport
+        if transport is None:
+            return
+        if transport.get_write_buffer_size():
+            transport.abort()
+        else:
+            transport.close()

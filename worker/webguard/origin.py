@@ -42,11 +42,19 @@ def refusal(host: str | None, origin: str | None, names: frozenset[str]) -> tupl
     name (module docstring); None when it may be answered."""
     if not host or _host_name(host) not in names:
         return 421, "the Host header names no address this server answers on"
-    if origin is not None:
-        parts = urlsplit(origin.strip())
-        if parts.scheme not in ("http", "https") or (parts.hostname or "") not in names:
-            return 403, "the Origin of this request may not call this server"
+    if origin is not None and _origin_name(origin) not in names:
+        return 403, "the Origin of this request may not call this server"
     return None
+
+
+def _origin_name(origin: str) -> str | None:
+    """The host name of an ``http(s)://`` ``Origin``; None for any other or a malformed
+    one (``http://[::1`` makes ``urlsplit`` raise)."""
+    try:
+        parts = urlsplit(origin.strip())
+        return parts.hostname if parts.scheme in ("http", "https") else None
+    except ValueError:
+        return None
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
