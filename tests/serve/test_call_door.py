@@ -8,6 +8,7 @@ connections are closed; hostile heads never hurt the server."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import random
 from collections.abc import AsyncIterator, Callable
@@ -16,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve.conftest import Served, call_body, running_embedded
+from tests.serve.conftest import Served, call_body, embedded_service, running_embedded
 from worker.devtools.demo_corpus import DemoSummary
+from worker.http.api import HttpApi
 from worker.http.front import (
     LOOKAHEAD_BYTES,
     Answer,
@@ -215,6 +217,7 @@ UNUSUAL = [
     ("foreign host", lambda b: call_request(b, host="evil.example"), 421),
     ("foreign origin", lambda b: call_request(b, "Origin: http://evil.example"), 403),
     ("upgrade", lambda b: call_request(b, "Connection: Upgrade", "Upgrade: websocket"), 200),
+    ("gzip body", lambda b: call_request(gzip.compress(b), "Content-Encoding: gzip"), 200),
 ]
 
 
@@ -502,6 +505,69 @@ async def test_a_client_that_never_reads_is_cut_off_when_idle() -> None:
         writer.close()
         server.close()
         await door.close(1)
+
+
+async def test_nothing_after_a_connection_close_is_taken() -> None:
+    """A request pipelined after one that asked for ``Connection: close`` is neither
+    answered nor handed on, however late the client reads the closing reply."""
+    answered: list[bytes] = []
+
+    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
+        answered.append(body)
+        return 200, body * (8 << 20), "application/octet-stream"  # 8 MiB: writing pauses
+
+    door, server, port = await _door_server(answer)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 24)
+    try:
+        writer.write(call_request(b"1", "Connection: close") + call_request(b"2") + GET_HEALTHZ)
+        await writer.drain()
+        await asyncio.sleep(0.5)
+        reply = await read_response(reader)
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+    finally:
+        writer.close()
+        server.close()
+        await door.close(1)
+    assert reply.headers["connection"] == "close" and answered == [b"1"]
+
+
+async def test_a_slow_upload_is_not_idle() -> None:
+    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
+        return 200, body, "application/json"
+
+    door, server, port = await _door_server(answer, idle_s=0.5)
+    body = b'{"x": "' + b"y" * 8 + b'"}'
+    request = call_request(body)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for at in range(0, len(request), len(request) // 8 + 1):  # 8 pieces, 1.6 s in all
+            writer.write(request[at : at + len(request) // 8 + 1])
+            await writer.drain()
+            await asyncio.sleep(0.2)
+        reply = await read_response(reader)
+    finally:
+        writer.close()
+        server.close()
+        await door.close(1)
+    assert reply.status == 200 and reply.body == body
+
+
+async def test_connections_handed_to_aiohttp_are_closed_when_idle_too(
+    demo: DemoSummary, tmp_path: Path
+) -> None:
+    local = embedded_service(demo.root, tmp_path / "data")
+    runner, port = await HttpApi(local).start("127.0.0.1:0", idle_s=0.5)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            (health,) = await exchange((reader, writer), GET_HEALTHZ)
+            assert health.by_aiohttp
+            assert await asyncio.wait_for(reader.read(), 30) == b""  # closed when idle
+        finally:
+            writer.close()
+    finally:
+        await runner.cleanup()
+        local.close()
 
 
 def test_parse_head_takes_plain_fields_only() -> None:

@@ -36,7 +36,7 @@ from worker.contract.ids import RequestIds
 from worker.http.admin import StoreAdmin
 from worker.http.console_api import ConsoleApi
 from worker.http.console_page import console_routes, is_asset_path
-from worker.http.front import CallDoor, Headers
+from worker.http.front import IDLE_S, CallDoor, Headers
 from worker.http.ops import ops_routes, start_server
 from worker.local_service import LocalService
 from worker.manifest import manifest
@@ -178,13 +178,19 @@ class HttpApi:
         return 200, encode_reply(request_id, result), "application/json"
 
     async def start(
-        self, listen: str | socket.socket, allowed_hosts: frozenset[str] = LOOPBACK
+        self,
+        listen: str | socket.socket,
+        allowed_hosts: frozenset[str] = LOOPBACK,
+        *,
+        idle_s: float = IDLE_S,
     ) -> tuple[web.AppRunner, int]:
         """Serve the API on ``listen`` (``HOST:PORT`` or a bound socket), tool calls
-        through its door, both guarded for ``allowed_hosts``; the runner and the port."""
-        return await start_server(self.app(allowed_hosts), listen, self.door(allowed_hosts))
+        through its door, both guarded for ``allowed_hosts``, idle connections closed
+        after ``idle_s``; the runner and the port."""
+        door = self.door(allowed_hosts, idle_s=idle_s)
+        return await start_server(self.app(allowed_hosts), listen, door)
 
-    def door(self, allowed_hosts: frozenset[str]) -> CallDoor:
+    def door(self, allowed_hosts: frozenset[str], *, idle_s: float = IDLE_S) -> CallDoor:
         """The socket's protocol factory: tool calls answered by ``call`` directly, when
         the guards of ``app(allowed_hosts)`` admit them (``worker.http.front``)."""
 
@@ -193,7 +199,7 @@ class HttpApi:
                 return refusal(fields.get("host"), fields.get("origin"), allowed_hosts) is None
             return token_matches(bearer(fields.get("authorization")), self._token)
 
-        return CallDoor(self.call, admits, MAX_BODY_BYTES)
+        return CallDoor(self.call, admits, MAX_BODY_BYTES, idle_s=idle_s)
 
     async def _manifest_view(self, _: web.Request) -> web.Response:
         return web.json_response(manifest(self.pipeline.limits))

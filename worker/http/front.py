@@ -5,7 +5,8 @@ A call through aiohttp spent about as much CPU in its request and response objec
 router and middlewares as in the tool itself (``bench/README.md``). This door reads each
 request on a connection and answers it here only when it has the one plain shape a tool
 call has — the request line ``POST /v1/call HTTP/1.1``, well-formed header lines, a
-``Content-Length`` body, no ``Transfer-Encoding``, ``Expect`` or ``Upgrade``, at most
+``Content-Length`` body, no ``Transfer-Encoding``, ``Content-Encoding``, ``Expect`` or
+``Upgrade``, at most
 ``MAX_HEAD_BYTES`` of head and ``max_body`` of body, and the API's guards admitting it
 (``admits``). Anything else — another path, a malformed or ambiguous head, a refused
 guard, an oversized body — is not parsed any further: from that request's first byte the
@@ -15,7 +16,8 @@ frames requests whose framing no reader can disagree on, and it never reads past
 request it answers (a request starts where the previous one's body ended).
 
 Requests on one connection are answered in order, one at a time, as aiohttp does. A
-connection idle (or holding an unfinished request) for ``idle_s`` is closed.
+connection that neither sends nor reads for ``idle_s`` is closed (aborted when its
+replies are unread); behind the door aiohttp closes its idle connections after as long.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ REQUEST_LINE: Final = b"POST /v1/call HTTP/1.1\r\n"
 MAX_HEAD_BYTES: Final = 8192  # aiohttp's own bound on a header line is 8190
 MAX_FIELDS: Final = 100  # aiohttp refuses more than 128
 LOOKAHEAD_BYTES: Final = 64 * 1024  # read ahead of the request being answered
-IDLE_S: Final = 75.0  # aiohttp's keep-alive timeout
+IDLE_S: Final = 75.0  # also aiohttp's keep-alive timeout behind the door (``ops.serve_on``)
 _END: Final = b"\r\n\r\n"
 _NAME: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VALUE: Final = re.compile(rb"[\t\x20-\x7e]*")
@@ -42,7 +44,7 @@ _DIGITS: Final = re.compile(rb"[0-9]{1,10}")
 _SINGLE: Final = frozenset(
     {b"host", b"origin", b"authorization", b"content-length", b"connection", b"content-type"}
 )
-_REFUSED: Final = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
+_REFUSED: Final = frozenset({b"transfer-encoding", b"expect", b"upgrade", b"content-encoding"})
 _REASONS: Final = {200: b"OK", 400: b"Bad Request", 404: b"Not Found"}
 
 Headers = Mapping[str, str]
@@ -173,6 +175,7 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        self.last_active = asyncio.get_running_loop().time()  # a slow upload is no idle one
         self._go_on()
 
     def eof_received(self) -> bool | None:
@@ -191,6 +194,7 @@ class _Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        self.last_active = asyncio.get_running_loop().time()  # a slow reader is no idle one
         self._go_on()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -200,7 +204,10 @@ class _Connection(asyncio.Protocol):
     # ---- requests ------------------------------------------------------------------------------
     def _go_on(self) -> None:
         """Take the next request when none is being answered and the client reads; read
-        the socket while the buffer is within its bound (class docstring)."""
+        the socket while the buffer is within its bound (class docstring). Nothing after
+        a close (``Connection: close`` answered) is taken."""
+        if self.transport is None or self.transport.is_closing():
+            return
         if self.task is None and not self.writing_paused:
             self._next()
         transport = self.transport

@@ -61,7 +61,10 @@ async def serve_on(
 ) -> web.AppRunner:
     """Start serving ``app`` on a socket bound already (``worker.cli.door``); with
     ``door``, its connections meet the door first (``worker.http.front``)."""
-    runner = web.AppRunner(app, access_log=None)
+    if door is None:
+        runner = web.AppRunner(app, access_log=None)
+    else:  # one idle bound for the connections of both
+        runner = web.AppRunner(app, access_log=None, keepalive_timeout=door.idle_s)
     await runner.setup()
     await (web.SockSite(runner, sock) if door is None else _DoorSite(runner, sock, door)).start()
     return runner
