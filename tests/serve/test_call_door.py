@@ -8,6 +8,7 @@ connections are closed; hostile heads never hurt the server."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import random
@@ -362,24 +363,43 @@ async def test_mutated_heads_never_hurt_the_server(served: Served) -> None:
 
 
 # ---- the door alone ---------------------------------------------------------------------------
-async def test_idle_and_unfinished_connections_are_closed() -> None:
-    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
-        return 200, body, "application/json"
-
-    door = CallDoor(answer, lambda _fields: True, 1024, idle_s=0.2)
+@contextlib.asynccontextmanager
+async def door_alone(
+    answer: Answer, admits: Callable[[Headers], bool] = lambda _f: True, *, idle_s: float = 75.0
+) -> AsyncIterator[tuple[CallDoor, int]]:
+    """A door with ``answer`` on a loopback port (no aiohttp behind it)."""
+    door = CallDoor(answer, admits, 1 << 20, idle_s=idle_s)
     door.bind(asyncio.Protocol)
     server = await asyncio.get_running_loop().create_server(door, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
     try:
-        for sent in (b"", b"POST /v1/call HTTP/1.1\r\nHost: x\r\n", call_request(b"{}")):
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(sent)
-            received = await asyncio.wait_for(reader.read(), 10)  # the server closes
-            writer.close()
-            assert received.endswith(b"\r\n\r\n{}") if sent.endswith(b"{}") else received == b""
+        yield door, server.sockets[0].getsockname()[1]
     finally:
         server.close()
         await door.close(1)
+
+
+@contextlib.asynccontextmanager
+async def connected(
+    port: int, *, limit: int = 1 << 16
+) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=limit)
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+
+
+async def echo(body: bytes, _ms: float) -> tuple[int, bytes, str]:
+    return 200, body, "application/json"
+
+
+async def test_idle_and_unfinished_connections_are_closed() -> None:
+    async with door_alone(echo, idle_s=0.2) as (_door, port):
+        for sent in (b"", b"POST /v1/call HTTP/1.1\r\nHost: x\r\n", call_request(b"{}")):
+            async with connected(port) as (reader, writer):
+                writer.write(sent)
+                received = await asyncio.wait_for(reader.read(), 10)  # the server closes
+            assert received.endswith(b"\r\n\r\n{}") if sent.endswith(b"{}") else received == b""
 
 
 async def test_a_client_that_does_not_read_stops_being_answered_until_it_reads() -> None:
@@ -391,33 +411,15 @@ async def test_a_client_that_does_not_read_stops_being_answered_until_it_reads()
         answered.append(body)
         return 200, body * (1 << 20), "application/octet-stream"  # 1 MiB per reply
 
-    door = CallDoor(answer, lambda _fields: True, 1024)
-    door.bind(asyncio.Protocol)
-    server = await asyncio.get_running_loop().create_server(door, "127.0.0.1", 0)
-    reader, writer = await asyncio.open_connection(
-        "127.0.0.1", server.sockets[0].getsockname()[1], limit=1 << 22
-    )
-    try:
+    async with door_alone(answer) as (_door, port), connected(port, limit=1 << 22) as wire:
+        reader, writer = wire
         writer.write(b"".join(call_request(b"%d" % (i % 10)) for i in range(64)))
         await writer.drain()
         await asyncio.sleep(1.0)
         assert 0 < len(answered) < 64  # 64 MiB of replies do not fit any buffer
         replies = [await read_response(reader) for _ in range(64)]
-        assert [r.body[:1] for r in replies] == [b"%d" % (i % 10) for i in range(64)]
-        assert len(answered) == 64
-    finally:
-        writer.close()
-        server.close()
-        await door.close(1)
-
-
-async def _door_server(
-    answer: Answer, admits: Callable[[Headers], bool] = lambda _f: True, idle_s: float = 75.0
-) -> tuple[CallDoor, asyncio.AbstractServer, int]:
-    door = CallDoor(answer, admits, 1 << 20, idle_s=idle_s)
-    door.bind(asyncio.Protocol)
-    server = await asyncio.get_running_loop().create_server(door, "127.0.0.1", 0)
-    return door, server, server.sockets[0].getsockname()[1]
+    assert [r.body[:1] for r in replies] == [b"%d" % (i % 10) for i in range(64)]
+    assert len(answered) == 64
 
 
 async def test_the_buffer_stays_bounded_under_a_flood_of_pipelined_calls() -> None:
@@ -425,35 +427,29 @@ async def test_the_buffer_stays_bounded_under_a_flood_of_pipelined_calls() -> No
         await asyncio.sleep(0)
         return 200, body, "application/json"
 
-    door, server, port = await _door_server(answer)
     request = call_request(b"{}")
-    count = (16 << 20) // len(request)  # 16 MiB of calls
+    batches = (16 << 20) // len(request) // 1000  # 16 MiB of calls, 1,000 per write
     most = 0
+    async with door_alone(answer) as (door, port), connected(port) as (reader, writer):
 
-    async def sample() -> None:
-        nonlocal most
-        while True:
-            most = max([most, *(len(c.buffer) for c in door._open)])
-            await asyncio.sleep(0.001)
-
-    sampler = asyncio.ensure_future(sample())
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
+        async def sample() -> None:
+            nonlocal most
+            while True:
+                most = max([most, *(len(c.buffer) for c in door._open)])
+                await asyncio.sleep(0.001)
 
         async def send() -> None:
-            for _ in range(count // 1000):
+            for _ in range(batches):
                 writer.write(request * 1000)
                 await writer.drain()
 
-        sending = asyncio.ensure_future(send())
-        for _ in range(count // 1000 * 1000):
-            await read_response(reader)
-        await sending
-    finally:
-        sampler.cancel()
-        writer.close()
-        server.close()
-        await door.close(1)
+        sampler, sending = asyncio.ensure_future(sample()), asyncio.ensure_future(send())
+        try:
+            for _ in range(batches * 1000):
+                await read_response(reader)
+            await sending
+        finally:
+            sampler.cancel()
     assert 0 < most <= LOOKAHEAD_BYTES + (1 << 20), most  # the lookahead and one read
 
 
@@ -465,25 +461,16 @@ async def test_a_head_is_judged_once_however_its_body_trickles_in() -> None:
         judged += 1
         return True
 
-    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
-        return 200, body, "application/json"
-
-    door, server, port = await _door_server(answer, admits)
     body = b'{"x": "' + b"y" * 300 + b'"}'
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        request = call_request(body)
-        head_end = request.index(b"\r\n\r\n") + 4
+    request = call_request(body)
+    head_end = request.index(b"\r\n\r\n") + 4
+    async with door_alone(echo, admits) as (_door, port), connected(port) as (reader, writer):
         writer.write(request[:head_end])
         for byte in request[head_end:]:
             writer.write(bytes([byte]))
             await writer.drain()
             await asyncio.sleep(0)
         reply = await read_response(reader)
-    finally:
-        writer.close()
-        server.close()
-        await door.close(1)
     assert reply.body == body and judged == 1
 
 
@@ -491,20 +478,14 @@ async def test_a_client_that_never_reads_is_cut_off_when_idle() -> None:
     async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
         return 200, b"x" * (1 << 20), "application/octet-stream"
 
-    door, server, port = await _door_server(answer, idle_s=0.3)
-    _reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
-    try:
-        writer.write(call_request(b"{}") * 64)  # 64 MiB of replies, never read
-        await writer.drain()
+    async with door_alone(answer, idle_s=0.3) as (door, port), connected(port) as wire:
+        wire[1].write(call_request(b"{}") * 64)  # 64 MiB of replies, never read
+        await wire[1].drain()
         for _ in range(200):
             await asyncio.sleep(0.05)
             if not door._open:
                 break
         assert not door._open  # closed with its replies unread
-    finally:
-        writer.close()
-        server.close()
-        await door.close(1)
 
 
 async def test_nothing_after_a_connection_close_is_taken() -> None:
@@ -516,39 +497,26 @@ async def test_nothing_after_a_connection_close_is_taken() -> None:
         answered.append(body)
         return 200, body * (8 << 20), "application/octet-stream"  # 8 MiB: writing pauses
 
-    door, server, port = await _door_server(answer)
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 24)
-    try:
+    async with door_alone(answer) as (_door, port), connected(port, limit=1 << 24) as wire:
+        reader, writer = wire
         writer.write(call_request(b"1", "Connection: close") + call_request(b"2") + GET_HEALTHZ)
         await writer.drain()
         await asyncio.sleep(0.5)
         reply = await read_response(reader)
         assert await asyncio.wait_for(reader.read(), 10) == b""
-    finally:
-        writer.close()
-        server.close()
-        await door.close(1)
     assert reply.headers["connection"] == "close" and answered == [b"1"]
 
 
 async def test_a_slow_upload_is_not_idle() -> None:
-    async def answer(body: bytes, _ms: float) -> tuple[int, bytes, str]:
-        return 200, body, "application/json"
-
-    door, server, port = await _door_server(answer, idle_s=0.5)
     body = b'{"x": "' + b"y" * 8 + b'"}'
     request = call_request(body)
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        for at in range(0, len(request), len(request) // 8 + 1):  # 8 pieces, 1.6 s in all
-            writer.write(request[at : at + len(request) // 8 + 1])
+    piece = len(request) // 8 + 1
+    async with door_alone(echo, idle_s=0.5) as (_door, port), connected(port) as (reader, writer):
+        for at in range(0, len(request), piece):  # 8 pieces, 1.6 s in all
+            writer.write(request[at : at + piece])
             await writer.drain()
             await asyncio.sleep(0.2)
         reply = await read_response(reader)
-    finally:
-        writer.close()
-        server.close()
-        await door.close(1)
     assert reply.status == 200 and reply.body == body
 
 
@@ -558,13 +526,10 @@ async def test_connections_handed_to_aiohttp_are_closed_when_idle_too(
     local = embedded_service(demo.root, tmp_path / "data")
     runner, port = await HttpApi(local).start("127.0.0.1:0", idle_s=0.5)
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            (health,) = await exchange((reader, writer), GET_HEALTHZ)
+        async with connected(port) as wire:
+            (health,) = await exchange(wire, GET_HEALTHZ)
             assert health.by_aiohttp
-            assert await asyncio.wait_for(reader.read(), 30) == b""  # closed when idle
-        finally:
-            writer.close()
+            assert await asyncio.wait_for(wire[0].read(), 30) == b""  # closed when idle
     finally:
         await runner.cleanup()
         local.close()
