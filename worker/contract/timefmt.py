@@ -68,12 +68,15 @@ def iso(ms: float) -> str:
     print with a sign and six digits. Out of the Date range (or NaN) raises
     ``ValueError("Invalid time value")`` as JavaScript throws ``RangeError``.
     """
-    if type(ms) is int:  # a stored time: the usual case, no conversion
-        if 0 <= ms < _YEAR_10000_MS:  # four-digit years: one split, no range checks
-            days, in_day = divmod(ms, MS_PER_DAY)
-            return _date_text(days) + _clock_text(in_day // 1000) + _MILLI_TEXT[in_day % 1000]
-        t = ms
-    elif isinstance(ms, float):
+    # a stored time of a four-digit year, the usual case, needs no check
+    t = ms if type(ms) is int and 0 <= ms < _YEAR_10000_MS else _time_value(ms)
+    days, in_day = divmod(t, MS_PER_DAY)
+    return _date_text(days) + _clock_text(in_day // 1000) + _MILLI_TEXT[in_day % 1000]
+
+
+def _time_value(ms: float) -> int:
+    """``ms`` as JavaScript's TimeClip makes it (truncated toward zero), or ValueError."""
+    if isinstance(ms, float):
         if not math.isfinite(ms):
             raise ValueError("Invalid time value")
         t = math.trunc(ms)
@@ -81,9 +84,7 @@ def iso(ms: float) -> str:
         t = int(ms)
     if not -MAX_TIME_MS <= t <= MAX_TIME_MS:
         raise ValueError("Invalid time value")
-    days, in_day = divmod(t, MS_PER_DAY)
-    second, milli = divmod(in_day, 1000)
-    return _date_text(days) + _clock_text(second) + _MILLI_TEXT[milli]
+    return t
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -37,7 +37,7 @@ from worker.http.admin import StoreAdmin
 from worker.http.console_api import ConsoleApi
 from worker.http.console_page import console_routes, is_asset_path
 from worker.http.front import IDLE_S, CallDoor, Headers
-from worker.http.ops import ops_routes, start_server
+from worker.http.ops import ops_routes, parse_listen, serve_on
 from worker.local_service import LocalService
 from worker.manifest import manifest
 from worker.pipeline import ToolCall
@@ -50,7 +50,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 LOOPBACK = allowed_names("127.0.0.1")
 
 
-def _bad(status: int, code: str, message: str) -> tuple[int, bytes, str]:
+def _error_reply(status: int, code: str, message: str) -> tuple[int, bytes, str]:
     """An API error as (status, body, content type): the JSON ``web.json_response``
     wrote for it (``json.dumps``, UTF-8)."""
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
@@ -118,7 +118,7 @@ class HttpApi:
 
     @staticmethod
     def _bad(status: int, code: str, message: str) -> web.Response:
-        return _response(*_bad(status, code, message))
+        return _response(*_error_reply(status, code, message))
 
     def _authorized(self, request: web.Request) -> bool:
         """With a token: every path but the probes and the console's static files needs
@@ -155,12 +155,12 @@ class HttpApi:
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            return _bad(400, "BAD_REQUEST", f"body is not JSON: {exc}")
+            return _error_reply(400, "BAD_REQUEST", f"body is not JSON: {exc}")
         obj, extensions = ext.take_extensions(obj)
         try:
             call = HttpCall.model_validate(obj)
         except ValidationError as exc:
-            return _bad(400, "BAD_REQUEST", first_validation_error(exc))
+            return _error_reply(400, "BAD_REQUEST", first_validation_error(exc))
         request_id = call.id or self._ids.new()
         tool_call = ToolCall.from_request(call, sent_ms=received_ms, request_id=request_id)
         try:
@@ -168,13 +168,13 @@ class HttpApi:
                 self.service, call.tool, call.arguments, tool_call.caller, extensions
             )
         except ext.ExtensionError as exc:
-            return _bad(400, "BAD_REQUEST", str(exc))
+            return _error_reply(400, "BAD_REQUEST", str(exc))
         if arguments is not call.arguments:
             tool_call = dataclasses.replace(tool_call, arguments=arguments)
         result = await self.pipeline.answer(tool_call)
         error = result.error
         if error is not None and is_unknown_tool(error.code, error.message):
-            return _bad(404, "UNKNOWN_TOOL", error.message)  # the pipeline's one answer
+            return _error_reply(404, "UNKNOWN_TOOL", error.message)  # the pipeline's one answer
         return 200, encode_reply(request_id, result), "application/json"
 
     async def start(
@@ -184,11 +184,17 @@ class HttpApi:
         *,
         idle_s: float = IDLE_S,
     ) -> tuple[web.AppRunner, int]:
-        """Serve the API on ``listen`` (``HOST:PORT`` or a bound socket), tool calls
-        through its door, both guarded for ``allowed_hosts``, idle connections closed
-        after ``idle_s``; the runner and the port."""
+        """Serve the API on ``listen`` (a socket bound already, as ``serve`` binds it,
+        or ``HOST:PORT``), tool calls through its door, both guarded for
+        ``allowed_hosts``, idle connections closed after ``idle_s``; the runner and the
+        port."""
+        if isinstance(listen, str):
+            host, port = parse_listen(listen)
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            listen = socket.create_server((host, port), family=family)
         door = self.door(allowed_hosts, idle_s=idle_s)
-        return await start_server(self.app(allowed_hosts), listen, door)
+        runner = await serve_on(self.app(allowed_hosts), listen, door)
+        return runner, int(listen.getsockname()[1])
 
     def door(self, allowed_hosts: frozenset[str], *, idle_s: float = IDLE_S) -> CallDoor:
         """The socket's protocol factory: tool calls answered by ``call`` directly, when

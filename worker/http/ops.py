@@ -91,14 +91,15 @@ class _DoorSite(web.SockSite):
         await self._door.close(SHUTDOWN_S)
 
 
-async def start_server(
-    app: web.Application, listen: str | socket.socket, door: CallDoor | None = None
-) -> tuple[web.AppRunner, int]:
-    """Start serving ``app`` (and ``door``, see ``serve_on``) on ``listen``: ``HOST:PORT``
-    (``:0`` picks a port) or a socket bound already; returns the runner and the port."""
-    if isinstance(listen, str):
-        host, port = parse_listen(listen)
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        listen = socket.create_server((host, port), family=family)
-    runner = await serve_on(app, listen, door)
-    return runner, int(listen.getsockname()[1])
+async def start_server(app: web.Application, listen: str) -> tuple[web.AppRunner, int]:
+    """Start serving ``app``; returns the runner and the bound port (``:0`` picks one)."""
+    host, port = parse_listen(listen)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = port
+    for address in runner.addresses:
+        bound = int(address[1])
+        break
+    return runner, bound
