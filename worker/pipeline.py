@@ -10,11 +10,13 @@ bottom as the steps:
    a call already past it is answered ``TOOL_TIMEOUT`` without any work;
 3. authenticate — with a keyring, the host's token must vouch for this request, this
    caller and a workspace its key may speak for (``worker.authn``), before anything is
-   read; else ``SESSION_QUERY_CALLER_UNAUTHENTICATED``; then the call takes its place in
-   its host key's and workspace's admission share (``worker.slots``), held until it is
-   answered; a call beyond its share is answered ``SESSION_QUERY_BUSY`` at once;
-4. wait — read-your-writes: until the caller's log is applied through ``min_seq`` (and,
-   over Kafka, until the caller exists at all), within the deadline;
+   read; else ``SESSION_QUERY_CALLER_UNAUTHENTICATED``; then a partitioned node's ``route``
+   (``worker.kafka.node_worker``), so only an authenticated caller learns where its
+   workspace lives; then the call takes its place in its host key's and workspace's
+   admission share (``worker.slots``), held until it is answered; a call beyond its share
+   is answered ``SESSION_QUERY_BUSY`` at once;
+4. wait — read-your-writes (``worker.read_your_writes``): until the caller's log is applied
+   through ``min_seq`` (and, over Kafka, until the caller exists at all), within the deadline;
 5. slot and gate — a running slot (``worker.slots``: bounded overall and per workspace;
    a call waiting in step 4 holds none), then the tool's execution mode per caller:
    searches exclusive, reads parallel; steps 6-8 then run on the loop, or in one
@@ -37,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -58,6 +61,7 @@ from worker.contract.errors import (
 from worker.contract.outcome import ToolReply
 from worker.execution import ExecutionGates
 from worker.limits import ToolLimits
+from worker.read_your_writes import applied_through
 from worker.slots import Share, Shares, Slots
 from worker.tools.access import Caller, resolve_caller
 from worker.tools.registry import Tool, ToolContext, lookup, parse_arguments
@@ -66,8 +70,6 @@ if TYPE_CHECKING:  # annotations only: a call without a keyring or metrics loads
     from indexer.metrics import Metrics
     from worker.authn.tokens import CallerAuthenticator
 
-RYW_POLL_S: Final = 0.01  # first poll of a waiting call; the interval grows to RYW_POLL_MAX_S
-RYW_POLL_MAX_S: Final = 0.25
 MAX_CLOCK_SKEW_MS: Final = 5000  # how far ahead of this clock a request may say it was sent
 LOOP_RUN_MAX_S: Final = 0.02  # a tool whose recent runs took longer is handed to a thread
 RECENT_WEIGHT: Final = 0.25  # the weight of a run's time in its tool's recent run time
@@ -112,6 +114,11 @@ class ToolCall:
                    workspace_key=workspace_key, binding=binding)  # fmt: skip
 
 
+# A partitioned node's check that a call is its partition's, after authentication (step 3):
+# it raises the call's refusal.
+Route = Callable[[ToolCall, Principal | None], None]
+
+
 def deadline_for(
     limits: ToolLimits, tool: Tool[Any] | None, timeout_ms: Any, sent_ms: float | None
 ) -> Deadline:
@@ -144,10 +151,12 @@ class Pipeline:
         authenticator: CallerAuthenticator | None = None,
         slots: Slots | None = None,
         shares: Shares | None = None,
+        route: Route | None = None,
     ) -> None:
         """``wait_for_caller``: a caller session not indexed yet is waited for (within the
         deadline) instead of failing — over Kafka the caller's own events may still be in
-        flight (DESIGN.md "Caller, consistency, deadlines")."""
+        flight (DESIGN.md "Caller, consistency, deadlines"). ``route``: raises the refusal
+        of a call that is not this pipeline's partition's (step 3)."""
         self.service = service
         self.limits = limits if limits is not None else ToolLimits()
         self.metrics = metrics
@@ -155,6 +164,7 @@ class Pipeline:
         self.authenticator = authenticator
         self.slots = slots
         self.shares = shares
+        self.route = route
         self.gates = ExecutionGates()
         self._context = ToolContext(service, self.limits.max_search_results)
         self.in_flight = InFlight(bound=authenticator is not None)
@@ -211,6 +221,8 @@ class Pipeline:
         else:
             try:  # 3. authenticate: the host's proof, before anything is read
                 principal = self._authenticate(call)
+                if self.route is not None:  # routing is judged for authenticated callers only
+                    self.route(call, principal)
                 share = self._share(call, principal)
             except HarnessError as error:
                 principal, reply = None, ToolReply(error=error.failure())
@@ -346,26 +358,11 @@ class Pipeline:
         return self.authenticator.verify(call.token, call.id, session_id, call.binding)
 
     async def _wait_for_caller(self, call: ToolCall, token: CancelToken) -> None:
-        """Read-your-writes: wait until the caller's log is applied through ``min_seq``
-        (or, with ``wait_for_caller``, until the caller exists at all); the deadline or a
-        cancel ends the wait with its own reply.
-
-        ``last_seq`` is one primary-key lookup, cheaper than a thread hand-off, so it runs
-        on the loop; only the waiting sleeps, a little longer each time (a caller that
-        never comes must not cost a lookup every 10 ms until its deadline).
-        """
+        """Step 4 (``worker.read_your_writes``) for a call asking for ``min_seq``, or for
+        any caller when ``wait_for_caller``."""
         caller = call.caller
-        if caller is None or (call.min_seq is None and not self.wait_for_caller):
-            return
-        target = call.min_seq if call.min_seq is not None else -1
-        interval = RYW_POLL_S
-        while True:
-            last = self.service.last_seq(caller.session_id)
-            if last is not None and last >= target:
-                return
-            token.check()
-            await asyncio.sleep(interval)
-            interval = min(RYW_POLL_MAX_S, interval * 1.5)
+        if caller is not None and (call.min_seq is not None or self.wait_for_caller):
+            await applied_through(self.service, caller.session_id, call.min_seq, token)
 
     async def call(
         self, tool: Any, arguments: Any, caller: Caller | None, *, timeout_ms: int | None = None,

@@ -55,7 +55,14 @@ def spawn_node(
     name: str,
     *extra: str,
     env: dict[str, str] | None = None,
+    keyring: Path | None = None,
 ) -> NodeProc:
+    """A node over ``topics``; without a ``keyring`` its callers are not authenticated."""
+    trust = (
+        ("--keyring", str(keyring))
+        if keyring is not None
+        else ("--insecure-unauthenticated-callers",)
+    )
     proc = procs.spawn(
         name,
         "node",
@@ -65,7 +72,7 @@ def spawn_node(
         str(data),
         "--group",
         group,
-        "--insecure-unauthenticated-callers",
+        *trust,
         *extra,
         env={**NODE_ENV, **(env or {})},
     )

@@ -87,6 +87,13 @@ def caller_unauthenticated() -> HarnessError:
     return HarnessError(UNAUTHENTICATED_MESSAGE, CALLER_UNAUTHENTICATED)
 
 
+def misrouted(why: str) -> HarnessError:
+    """A partitioned node's refusal of another partition's call (sessionq addition to
+    the closed set); only an authenticated caller gets it, since ``why`` names the
+    partition its workspace routes to."""
+    return HarnessError(why, MISROUTED)
+
+
 class BusyError(HarnessError):
     """A call beyond its host's or workspace's admission share (sessionq addition to the
     closed set); ``bound`` ("host" or "workspace") is for metrics, not the message."""

@@ -4,27 +4,35 @@ pipeline per ready partition instead of one for the whole replica.
 
 A request on requests partition p is answered by partition p's pipeline, over p's store
 (``indexer.query.partitioned``); all pipelines share the node's admission shares, running
-slots and keyring. Before any work (step 1 of ``answer``) a request is checked for its
-routing: its workspace key must route to p with Kafka's default partitioner, and a
-caller the global lineage knows must live in p; else it is answered
+slots and keyring. Its routing is judged in step 3 of the pipeline, right after the
+caller's token is verified (``route``): its workspace key must route to p with Kafka's
+default partitioner, and its caller's workspace must live in p; else it is answered
 ``SESSION_QUERY_MISROUTED`` at once (a host whose partitioner differs would otherwise
-wait for a caller that never arrives here). A request whose partition stopped being
-served between fetch and answer gets ``SESSION_QUERY_BUSY`` (retry): its offset is
-resolved, and the partition's new owner answers the host's retry.
+wait for a caller that never arrives here). Only an authenticated caller is told so, and
+only about what it may know: the key it sent and the workspace its own token names. An
+unauthenticated request gets the pipeline's one ``CALLER_UNAUTHENTICATED`` refusal
+whatever its caller id and key, so no answer tells which session ids exist or where;
+without a keyring (every caller trusted) the caller's workspace is the lineage's. A
+request whose partition stopped being served between fetch and answer gets
+``SESSION_QUERY_BUSY`` (retry) before any check, as it depends on nothing the request
+names: its offset is resolved, and the partition's new owner answers the host's retry.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from indexer.kafka.client import InRecord
+from indexer.lineage.entry import SESSION_KEY_PREFIX
 from indexer.lineage.table import LineageTable
 from indexer.metrics import Metrics
 from indexer.query.partitioned import PartitionQueryService
-from worker.contract.envelopes import Reply, ToolRequest, error_reply, reply_for
-from worker.contract.errors import BUSY, MISROUTED, UNSERVED_MESSAGE
+from worker.authn.principal import Principal
+from worker.contract.envelopes import Reply, ToolRequest, error_reply
+from worker.contract.errors import BUSY, UNSERVED_MESSAGE, misrouted
 from worker.kafka.offsets import RequestSource
 from worker.kafka.worker import Worker
 from worker.pipeline import Pipeline, ToolCall
@@ -60,7 +68,7 @@ class NodeWorker(Worker):
                 data_dir, partition=partition, lineage_table=self.lineage, home=self.home
             )
             self.services[partition] = service
-        self.pipelines[partition] = self.new_pipeline(service)
+        self.pipelines[partition] = self.new_pipeline(service, partial(self.route, partition))
 
     def unserve(self, partition: int) -> None:
         """Stop answering ``partition`` at once (calls in flight finish)."""
@@ -69,42 +77,51 @@ class NodeWorker(Worker):
     def pipeline_for(self, partition: int) -> Pipeline | None:
         return self.pipelines.get(partition)
 
-    def misrouted(self, record: InRecord, request: ToolRequest) -> str | None:
-        """Why the request is not this partition's (None: it is)."""
-        p, count = record.partition, self.partitions
+    def route(self, partition: int, call: ToolCall, principal: Principal | None) -> None:
+        """Step 3 of ``partition``'s pipeline, after authentication (module docstring):
+        raises ``SESSION_QUERY_MISROUTED`` for a call that is another partition's."""
+        why = self.misrouted(partition, call, principal)
+        if why is not None:
+            log.warning("request %s misrouted: %s", call.id, why)
+            raise misrouted(why)
+
+    def misrouted(self, partition: int, call: ToolCall, principal: Principal | None) -> str | None:
+        """Why the call is not ``partition``'s (None: it is), judged from what its sender
+        may know: the key it sent under, and its caller's workspace as its verified token
+        names it (the lineage only without authentication, where every caller is trusted)."""
+        p, count = partition, self.partitions
         if count <= 0:
             return None
-        if record.key is not None:
-            key = record.key.decode("utf-8", "replace")
-            home = self.home(key)
-            if home != p:
-                return (
-                    f"this call came on requests partition {p}, but its workspace key routes"
-                    f" to partition {home} of {count}: publish requests with Kafka's default"
-                    " partitioner (murmur2), like the events of the same workspace"
-                )
-        caller = request.caller.session_id if request.caller is not None else None
-        entry = self.lineage.get(caller) if caller else None
-        if entry is not None and self.home(entry.workspace) != p:
+        if call.workspace_key is not None and (home := self.home(call.workspace_key)) != p:
+            return (
+                f"this call came on requests partition {p}, but its workspace key routes"
+                f" to partition {home} of {count}: publish requests with Kafka's default"
+                " partitioner (murmur2), like the events of the same workspace"
+            )
+        workspace = self._caller_workspace(call, principal)
+        if workspace is not None and (home := self.home(workspace)) != p:
             return (
                 f"this call came on requests partition {p}, but its caller's workspace lives"
-                f" in partition {self.home(entry.workspace)} of {count}: key requests by the"
-                " caller's workspace (its cwd, or session:<id>)"
+                f" in partition {home} of {count}: key requests by the caller's workspace"
+                " (its cwd, or session:<id>)"
             )
         return None
 
+    def _caller_workspace(self, call: ToolCall, principal: Principal | None) -> str | None:
+        """The caller's workspace key: its token's, else (no keyring) the lineage's."""
+        if principal is not None:
+            return principal.workspace or f"{SESSION_KEY_PREFIX}{principal.session_id}"
+        if self.authenticator is not None or call.caller is None:
+            return None
+        entry = self.lineage.get(call.caller.session_id)
+        return entry.workspace if entry is not None else None
+
     async def answer(self, record: InRecord, request: ToolRequest) -> Reply:
-        """1. routing, 2. the partition's pipeline (module docstring)."""
-        why = self.misrouted(record, request)
-        if why is not None:
-            log.warning("request %s misrouted: %s", request.id, why)
-            return error_reply(request.id, MISROUTED, why)
-        pipeline = self.pipelines.get(record.partition)
-        if pipeline is None:
+        """The partition's pipeline (whose step 3 judges the routing), or ``BUSY`` while
+        this node does not serve the partition."""
+        if record.partition not in self.pipelines:
             return error_reply(request.id, BUSY, UNSERVED_MESSAGE)
-        key = record.key.decode("utf-8", "replace") if record.key is not None else None
-        call = ToolCall.from_request(request, sent_ms=record.timestamp_ms, workspace_key=key)
-        return reply_for(request.id, await pipeline.answer(call))
+        return await super().answer(record, request)
 
     def close_services(self) -> None:
         for service in self.services.values():

@@ -50,7 +50,7 @@ from worker.contract.envelopes import (
 from worker.contract.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
 from worker.kafka.offsets import OffsetTracker, RequestSource
 from worker.kafka.reply_topics import Refusal, ReplyTopics
-from worker.pipeline import Pipeline, ToolCall
+from worker.pipeline import Pipeline, Route, ToolCall
 from worker.settings import AnsweringSettings
 from worker.slots import Shares, Slots
 
@@ -125,7 +125,7 @@ class Worker:
         await self.source.start(self._on_revoked, self._on_assigned)
         self._started = True
 
-    def new_pipeline(self, service: QueryService) -> Pipeline:
+    def new_pipeline(self, service: QueryService, route: Route | None = None) -> Pipeline:
         """A pipeline over ``service`` sharing this worker's keyring, slots and shares."""
         return Pipeline(
             service,
@@ -135,6 +135,7 @@ class Worker:
             authenticator=self.authenticator,
             slots=self.slots,
             shares=self.shares,
+            route=route,
         )
 
     async def _on_revoked(self, partitions: list[int]) -> None:
