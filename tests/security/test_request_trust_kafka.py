@@ -214,3 +214,41 @@ async def test_missing_reply_topics_are_dead_lettered_at_once(
     assert 1 <= len(noted) <= 100  # one line per topic (per minute), not per record
     ours = [r for r in caplog.records if r.name.startswith("sessionq")]
     assert not [r for r in ours if r.levelno >= logging.ERROR]  # no error per record
+
+
+async def test_a_flood_of_distinct_missing_reply_topics_logs_one_line(
+    kafka_bootstrap: str,
+    topic_factory: Callable[..., Awaitable[str]],
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The warning is rate-limited for the whole worker, not per topic name: 3,000
+    records naming 3,000 different missing topics log one line (within a minute), and
+    each record is still dead-lettered and counted."""
+    flood = 3_000
+    topics, data, keyring, _, _ = await setup(kafka_bootstrap, topic_factory, tmp_path)
+    kafka = topics.kafka()
+    caplog.set_level(logging.INFO, logger="sessionq")
+    async with (
+        running_worker(data, kafka, unique_name("group"), keyring=keyring) as worker,
+        RawProducer(kafka_bootstrap) as producer,
+    ):
+        await wait_assigned(worker, 2)
+        for i in range(flood):
+            await producer.send_json(
+                topics.requests,
+                {"v": 1, "kind": "request", "id": f"nx-{i}", "tool": "session_trace",
+                 "reply_to": f"{topics.replies}.nx-{i}", "arguments": {},
+                 "caller": {"session_id": "x"}},
+                key="/work/bad",
+            )
+        await wait_until(
+            lambda: has_records(kafka_bootstrap, topics.dlq, flood),
+            timeout=300, what="a dead letter for every missing-topic request",
+        )
+        counted = worker.metrics.registry.get_sample_value("sessionq_reply_topic_missing_total")
+    assert counted == flood
+    noted = [r for r in caplog.records if "reply_to" in r.getMessage()]
+    assert len(noted) == 1, [r.getMessage() for r in noted[:5]]
+    assert noted[0].levelno == logging.WARNING

@@ -10,8 +10,10 @@ appear. Answers are remembered: a missing topic for ``MISSING_TTL_S``, an existi
 for ``PRESENT_TTL_S`` (a send that finds a topic missing makes the next batch ask
 again); at most ``MAX_REMEMBERED`` names, the oldest forgotten first.
 A broker that does not answer the probe in time decides nothing: the send itself is
-tried. Each missing topic is logged at most once per ``LOG_EVERY_S`` and counted
-(``sessionq_reply_topic_missing_total``) per record.
+tried. Every record refused for a missing topic is counted
+(``sessionq_reply_topic_missing_total``); the log says so at most once per
+``LOG_EVERY_S`` for the whole worker (one per process), whatever the topic names: a
+flood naming a new topic per record is one line, not one per name (``MissingTopicLog``).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class ReplyTopics:
         self.producer = producer
         self.metrics = metrics
         self._known: OrderedDict[str, tuple[bool, float]] = OrderedDict()  # -> (exists, when)
-        self._logged: OrderedDict[str, float] = OrderedDict()
+        self.missing_log = MissingTopicLog()
 
     def _exists(self, topic: str) -> bool | None:
         """What the broker said lately (None: nothing, or too long ago)."""
@@ -101,7 +103,9 @@ class ReplyTopics:
 
     async def probe(self, topics: Iterable[str]) -> None:
         """Ask the broker about every allowed topic of ``topics`` not known yet, in one
-        metadata request; no answer in time leaves them unknown."""
+        metadata request; no answer in time leaves them unknown. Called once per poll, it
+        also lets the missing-topic tally reach the log on time."""
+        self.missing_log.flush(time.monotonic())
         unknown = {
             t
             for t in topics
@@ -134,16 +138,55 @@ class ReplyTopics:
 
     def _note_missing(self, topic: str) -> None:
         self.metrics.reply_topic_missing.inc()
-        now = time.monotonic()
-        last = self._logged.get(topic)
-        if last is not None and now - last < LOG_EVERY_S:
+        self.missing_log.note(topic, time.monotonic())
+
+
+class MissingTopicLog:
+    """The one WARNING about missing reply topics, rate-limited for the whole worker.
+
+    The first missing topic after a quiet ``LOG_EVERY_S`` is logged at once, by name;
+    the records that follow within ``LOG_EVERY_S`` are tallied (records, and distinct
+    topics up to ``MAX_REMEMBERED``) and logged as one summary line once the interval
+    has passed (``flush``, called on every poll, so a tally does not wait for the next
+    missing topic). Topic names reach the log only after the allow-list took them, so
+    they are plain Kafka names.
+    """
+
+    def __init__(self) -> None:
+        self._logged_at: float | None = None
+        self._records = 0
+        self._topics: set[str] = set()
+        self._example = ""
+
+    def note(self, topic: str, now: float) -> None:
+        """One record refused for ``topic`` at monotonic time ``now``."""
+        self.flush(now)
+        if self._logged_at is None or now - self._logged_at >= LOG_EVERY_S:
+            self._logged_at = now
+            log.warning(
+                "reply_to %r does not exist: its requests are dead-lettered (logged at most"
+                " once a minute for all topics; counted in sessionq_reply_topic_missing_total)",
+                _shown(topic),
+            )
             return
-        self._logged[topic] = now
-        self._logged.move_to_end(topic)
-        while len(self._logged) > MAX_REMEMBERED:
-            self._logged.popitem(last=False)
+        self._records += 1
+        if len(self._topics) < MAX_REMEMBERED:
+            self._topics.add(topic)
+        self._example = topic
+
+    def flush(self, now: float) -> None:
+        """Log the tally once ``LOG_EVERY_S`` has passed since the last line."""
+        if not self._records or self._logged_at is None or now - self._logged_at < LOG_EVERY_S:
+            return
+        many = len(self._topics)
         log.warning(
-            "reply_to %r does not exist: its requests are dead-lettered"
-            " (logged once a minute per topic; counted in sessionq_reply_topic_missing_total)",
-            _shown(topic),
+            "%d more requests named %s%d missing reply topics (e.g. %r) in the last %d s:"
+            " dead-lettered (counted in sessionq_reply_topic_missing_total)",
+            self._records,
+            "at least " if many >= MAX_REMEMBERED else "",
+            many,
+            _shown(self._example),
+            round(now - self._logged_at),
         )
+        self._logged_at, self._records, self._example = now, 0, ""
+        self._topics.clear()
