@@ -13,7 +13,18 @@ Sub-packages, one concern each:
 * ``tantivy`` — the only importer of tantivy: analyzer, schema, queries, ranking,
   highlighting and snippets.
 
-``layout`` names the dir's files, ``locks`` its file locks, ``failure`` why a write failed.
+``layout`` names the dir's files, ``private`` makes them owner-only, ``locks`` its file
+locks, ``failure`` why a write failed.
 """
 
-__all__ = ["blocks", "failure", "layout", "locks", "maintenance", "records", "tables", "tantivy"]
+__all__ = [
+    "blocks",
+    "failure",
+    "layout",
+    "locks",
+    "maintenance",
+    "private",
+    "records",
+    "tables",
+    "tantivy",
+]

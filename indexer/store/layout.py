@@ -5,7 +5,8 @@ offsets; ``tantivy/`` the full-text index; ``commit.lock`` serialises a commit's
 with a snapshot's view of both (``indexer.store.locks.CommitLock``). ``writer.lock``,
 ``writer.queue`` and ``writer.json`` are the writer lease (``indexer.store.lease``);
 ``watch/`` holds one registration per process that asks for log files to be watched
-(``indexer.sources.registry``). Snapshots copy the tables and the index only.
+(``indexer.sources.registry``). Snapshots copy the tables and the index only. All of
+them are owner-only (``indexer.store.private``).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from typing import Final, Literal
 
 from indexer.errors import INVALID_CONFIG, SessionqError
 from indexer.store.layout import WRITER_INFO_NAME, WRITER_LOCK_NAME, WRITER_QUEUE_NAME
+from indexer.store.private import make_dirs, open_file, write_file
 
 Role = Literal["serve", "mcp", "ingest", "indexer", "delete"]
 
@@ -81,8 +82,8 @@ class WriterLease:
         return self._fd is not None
 
     def _open(self, name: str) -> int:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        return os.open(self.data_dir / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        make_dirs(self.data_dir)
+        return open_file(self.data_dir / name, os.O_RDWR)
 
     def try_acquire(self) -> bool:
         """Take the lease if it is free; True when this process holds it now."""
@@ -101,7 +102,7 @@ class WriterLease:
         path = self.data_dir / WRITER_INFO_NAME
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         with contextlib.suppress(OSError):  # the record is for messages only
-            tmp.write_text(json.dumps(info))
+            write_file(tmp, json.dumps(info).encode())
             os.replace(tmp, path)
 
     def acquire_or_fail(self) -> None:

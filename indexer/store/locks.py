@@ -9,6 +9,7 @@ from pathlib import Path
 from types import TracebackType
 
 from indexer.store.layout import COMMIT_LOCK_NAME
+from indexer.store.private import open_file
 
 
 class CommitLock:
@@ -21,7 +22,7 @@ class CommitLock:
         self._fd: int | None = None
 
     def __enter__(self) -> CommitLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_file(self.path, os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:

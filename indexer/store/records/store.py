@@ -51,6 +51,7 @@ from indexer.store.failure import describe, is_disk_full
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.maintenance.index_format import clear_stale_index, rebuild
 from indexer.store.maintenance.purge import MIN_INTERVAL_S, Purger, PurgeReport
+from indexer.store.private import own_dir
 from indexer.store.records.checkpoint import Checkpoint
 from indexer.store.records.plan import FreshLog
 from indexer.store.records.writer import Applied, StoreWriter
@@ -87,7 +88,7 @@ class Store:
         crash tests' kill points (``indexer.failpoints``), disarmed but in those tests.
         ``redaction``: the ``--redact-secrets`` mode (``indexer.redact``); a mode the dir
         cannot take raises ``RedactionModeError`` before anything is written."""
-        data_dir.mkdir(parents=True, exist_ok=True)
+        own_dir(data_dir)  # the writer's: owner-only, an older release's 0755 too
         self.data_dir = data_dir
         self.tables = SqliteTables(sqlite_path(data_dir), failpoints)
         try:

@@ -7,6 +7,8 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
+from indexer.store.private import create_file
+
 PAGE_SIZE: Final = 1024
 
 
@@ -16,7 +18,12 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     A new database gets ``PAGE_SIZE`` pages (it must be set before WAL mode writes the
     first page; an existing file keeps its own). Small pages because most of the file is
     compressed blocks of a few KiB: a blob's last overflow page is on average half
-    empty, which at 4 KiB pages wasted a sixth of the blocks table (bench/README.md)."""
+    empty, which at 4 KiB pages wasted a sixth of the blocks table (bench/README.md).
+
+    A writer's database file is made owner-only before SQLite opens it: SQLite gives the
+    ``-wal`` and ``-shm`` the same bits (``indexer.store.private``)."""
+    if not readonly:
+        create_file(path)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     conn.execute("PRAGMA busy_timeout = 30000")
     if readonly:

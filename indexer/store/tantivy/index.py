@@ -16,6 +16,7 @@ import tantivy
 
 from indexer.errors import IndexFailedError
 from indexer.model.search import EventHit, EventMetadataFilter, SessionFilter
+from indexer.store.private import make_dirs
 from indexer.store.tantivy import search
 from indexer.store.tantivy.analyzer import ANALYZER, ANALYZER_NAME
 from indexer.store.tantivy.queries import term
@@ -77,7 +78,7 @@ class TantivyIndex:
         # (field, term, document): delete the documents with this term, then add one.
         self._staged: list[tuple[str, str, tantivy.Document | None]] = []
         if writable:
-            path.mkdir(parents=True, exist_ok=True)
+            make_dirs(path)
             index = open_or_create(self._schema, path)
             index.register_tokenizer(ANALYZER_NAME, ANALYZER)
             index.config_reader("Manual")

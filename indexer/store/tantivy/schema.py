@@ -50,6 +50,7 @@ import orjson
 import tantivy
 
 from indexer.model.search import Surface
+from indexer.store.private import write_file
 from indexer.store.tantivy.analyzer import (
     FREQUENT_DIGEST,
     MAX_TERM_CHARS,
@@ -222,6 +223,6 @@ def open_or_create(schema: tantivy.Schema, path: Path) -> tantivy.Index:
     doc = json.loads(meta.read_text(encoding="utf-8"))
     doc["index_settings"]["docstore_blocksize"] = DOCSTORE_BLOCK_BYTES
     tmp = meta.with_name("meta.json.tmp")
-    tmp.write_text(json.dumps(doc), encoding="utf-8")
+    write_file(tmp, json.dumps(doc).encode())
     tmp.replace(meta)
     return tantivy.Index(schema, path=str(path), reuse=True)
