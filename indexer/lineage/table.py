@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from indexer.lineage.entry import LineageEntry
+from indexer.store.private import create_file, make_dirs, own_dir
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS lineage (
@@ -43,16 +44,19 @@ class LineageTable:
     """The lineage copy of one node dir (module docstring)."""
 
     def __init__(self, node_dir: Path, *, writable: bool = True) -> None:
-        node_dir.mkdir(parents=True, exist_ok=True)
         self.path = lineage_path(node_dir)
         self._local = threading.local()
         self._writer: sqlite3.Connection | None = None
-        if writable:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.executescript(SCHEMA)
-            self._writer = conn
+        if not writable:
+            make_dirs(node_dir)
+            return
+        own_dir(node_dir)  # the node's writer: owner-only, an older release's 0755 too
+        create_file(self.path)  # SQLite gives the -wal and -shm the file's bits
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.executescript(SCHEMA)
+        self._writer = conn
 
     @property
     def _reader(self) -> sqlite3.Connection:

@@ -29,6 +29,7 @@ from typing import Final, get_args
 from indexer.logs.importers.detect import LogFormat
 from indexer.logs.watch import WatchRoot
 from indexer.store.layout import watch_dir
+from indexer.store.private import create_file, make_dirs, write_file
 
 log = logging.getLogger("sessionq.sources")
 SUFFIX: Final = ".json"
@@ -69,12 +70,12 @@ class OwnRegistration:
     """This process's registration: held (its lock keeps it live) until ``close``."""
 
     def __init__(self, directory: Path, roots: Sequence[WatchRoot]) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dirs(directory)
         self.name = f"{os.getpid()}-{next(_counter)}"
         self.path = directory / f"{self.name}{SUFFIX}"
         self.roots = tuple(roots)
         tmp = directory / f".{self.name}.tmp"
-        tmp.write_bytes(_encode(roots))
+        write_file(tmp, _encode(roots))
         fd = os.open(tmp, os.O_RDWR | os.O_CLOEXEC)
         fcntl.flock(fd, fcntl.LOCK_SH)
         os.replace(tmp, self.path)  # visible only once it is locked
@@ -140,7 +141,7 @@ class Registry:
             path = self.directory / f"{name}{SCANNED_SUFFIX}"
             if (self.directory / f"{name}{SUFFIX}").exists() and not path.exists():
                 with contextlib.suppress(OSError):
-                    path.touch()
+                    create_file(path)
 
 
 def union(registrations: Iterable[Registration]) -> tuple[WatchRoot, ...]:

@@ -36,6 +36,7 @@ from indexer.redact import DEFAULT, Redaction
 from indexer.sources.loop import RecordLoop
 from indexer.store.lease import WriterLease
 from indexer.store.maintenance.purge import PurgeReport
+from indexer.store.private import make_dirs
 from indexer.store.records.store import Store
 
 log = logging.getLogger("sessionq.node")
@@ -96,7 +97,7 @@ class PartitionReplica:
         """Take the partition dir's lease and open its store (idempotent)."""
         if self.store is not None:
             return
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.data_dir)
         self.lease.acquire_or_fail()
         try:
             self.store = Store(

@@ -18,6 +18,7 @@ import orjson
 from indexer.lineage.table import LineageTable, lineage_path
 from indexer.sources.partitions.replica import PARTITIONS_DIR
 from indexer.stats import store_stats
+from indexer.store.private import write_file
 
 STATUS_FILE = "node.json"
 SUMMED = ("sessions", "live_sessions", "events", "documents", "sqlite_bytes", "index_bytes")
@@ -35,7 +36,7 @@ def write_status(
     }
     path = node_dir / STATUS_FILE
     temp = path.with_suffix(".tmp")
-    temp.write_bytes(orjson.dumps(status))
+    write_file(temp, orjson.dumps(status))
     temp.replace(path)
 
 
