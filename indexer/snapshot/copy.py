@@ -35,6 +35,7 @@ import orjson
 from indexer.snapshot.errors import SnapshotError
 from indexer.store.layout import RUNTIME_FILES, SQLITE_NAME, index_path, sqlite_path
 from indexer.store.locks import CommitLock
+from indexer.store.private import copy_file, create_file, make_dir, make_dirs, write_file
 from indexer.store.tables.connection import connect
 from indexer.store.tables.sqlite_tables import CAUGHT_UP_KEY
 
@@ -64,7 +65,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             raise
-        shutil.copyfile(src, dst)  # another file system, or links not allowed
+        copy_file(src, dst)  # another file system, or links not allowed
 
 
 def _segment_files(meta: dict[str, Any]) -> list[str]:
@@ -84,7 +85,7 @@ def _link_index(index_dir: Path, out: Path) -> tuple[list[str], int | None]:
     """Step 3: ``meta.json`` and the files it references, consistent with each other."""
     for _attempt in range(_LINK_ATTEMPTS):
         shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
+        make_dirs(out)
         try:
             meta_bytes = (index_dir / "meta.json").read_bytes()
         except FileNotFoundError:
@@ -107,11 +108,11 @@ def _link_index(index_dir: Path, out: Path) -> tuple[list[str], int | None]:
         missing = deletes - set(names)
         if missing:
             raise SnapshotError(f"index file {sorted(missing)[0]} named by meta.json is missing")
-        (out / "meta.json").write_bytes(meta_bytes)
+        write_file(out / "meta.json", meta_bytes)
         # Tantivy collects only the files it lists as managed: list them all, so the
         # restored index frees its segments after later merges.
         managed = [*names, "meta.json"]
-        (out / ".managed.json").write_bytes(orjson.dumps(managed))
+        write_file(out / ".managed.json", orjson.dumps(managed))
         opstamp = meta.get("opstamp")
         return [*names, "meta.json", ".managed.json"], int(opstamp) if opstamp is not None else None
     raise SnapshotError(
@@ -170,7 +171,8 @@ def capture(data_dir: Path, staging: Path) -> Captured:
     db = sqlite_path(data_dir)
     if not db.is_file():
         raise SnapshotError(f"no sessionq data directory at {data_dir}")
-    staging.mkdir(parents=True, exist_ok=False)
+    make_dirs(staging.parent)
+    make_dir(staging)
     try:
         with CommitLock(data_dir):  # (1)
             reader = _begin_read(db)  # (2)
@@ -180,6 +182,7 @@ def capture(data_dir: Path, staging: Path) -> Captured:
                 reader.close()
                 raise
         try:  # (4) the lock is released: the indexer goes on
+            create_file(staging / SQLITE_NAME)  # the copy's bits are the file's
             target = sqlite3.connect(staging / SQLITE_NAME)
             try:
                 reader.backup(target)  # (5) one step: the pinned view, whole
@@ -190,7 +193,7 @@ def capture(data_dir: Path, staging: Path) -> Captured:
         offsets, version = _finish_copy(staging / SQLITE_NAME)
         others = _other_files(data_dir)
         for name in others:  # (6)
-            shutil.copyfile(data_dir / name, staging / name)
+            copy_file(data_dir / name, staging / name)
     except sqlite3.Error as exc:
         raise SnapshotError(f"cannot copy {db}: {exc}") from exc
     except OSError as exc:

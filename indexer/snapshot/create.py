@@ -35,6 +35,7 @@ from indexer.snapshot.manifest import (
 )
 from indexer.snapshot.stores import SnapshotStore
 from indexer.store.layout import sqlite_path
+from indexer.store.private import open_file
 
 log = logging.getLogger("sessionq.snapshot")
 INCOMPLETE_GRACE: Final = timedelta(days=1)
@@ -99,7 +100,7 @@ def _one_at_a_time(data_dir: Path, wait_s: float) -> Iterator[Path]:
     an interrupted snapshot left, is then ours."""
     if not sqlite_path(data_dir).is_file():
         raise SnapshotError(f"no sessionq data directory at {data_dir}")
-    fd = os.open(data_dir / SNAPSHOT_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_file(data_dir / SNAPSHOT_LOCK, os.O_RDWR)
     try:
         give_up = time.monotonic() + wait_s
         while True:

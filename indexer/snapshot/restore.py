@@ -16,7 +16,9 @@ Order of a restore (``restore_snapshot``):
 
 Nothing half-restored is ever taken for data: before step 4 the data dir is untouched,
 during it the marker says "redo". The restored indexer resumes from the offsets in the
-copied tables, so it consumes only what was published after the snapshot.
+copied tables, so it consumes only what was published after the snapshot. What a restore
+writes is owner-only (``indexer.store.private``), and so is the data dir it restores
+into.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from indexer.snapshot.errors import (
 )
 from indexer.snapshot.manifest import MANIFEST_NAME, HashingWriter, Manifest, TooLargeError
 from indexer.snapshot.stores import FileMissingError, SnapshotStore
+from indexer.store.private import make_dir, make_dirs, open_file, own_dir, write_file
 from indexer.store.tables.schema import SCHEMA_VERSION
 
 MARKER: Final = f"{RESTORE_PREFIX}-incomplete"
@@ -86,8 +89,8 @@ def _download(
     """Step 3: every file, checked as it lands."""
     for entry in manifest.files:
         target = into / entry.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "wb") as out:
+        make_dirs(target.parent)
+        with os.fdopen(open_file(target), "wb") as out:
             sink = HashingWriter(out, limit=entry.size)
             try:
                 store.download(prefix + entry.path, sink)
@@ -139,7 +142,7 @@ def _install(temp: Path, data_dir: Path, state: DataState) -> None:
         _fsync_dir(data_dir.parent)
         return
     marker = data_dir / MARKER
-    marker.write_bytes(b"")
+    write_file(marker, b"")
     _fsync_dir(data_dir)
     for name in os.listdir(data_dir):
         if not _ours(name):
@@ -181,12 +184,13 @@ def restore_snapshot(
         raise SnapshotCorruptError(f"{where}: {MANIFEST_NAME} lists no store.sqlite3")
     token = secrets.token_hex(4)
     if state == "absent":
-        data_dir.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(data_dir.parent)  # what exists is the user's: left as it is
         temp = data_dir.parent / f".{data_dir.name}{RESTORE_PREFIX}-{token}"
     else:
+        own_dir(data_dir)
         temp = data_dir / f"{RESTORE_PREFIX}-{token}"
     try:
-        temp.mkdir()
+        make_dir(temp)  # becomes the data dir itself when there was none
         _download(store, prefix, manifest, where, temp)
         _install(temp, data_dir, state)
     except OSError as exc:

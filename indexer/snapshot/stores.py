@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from indexer.settings import S3Settings
 from indexer.snapshot.errors import SnapshotCorruptError, SnapshotError
 from indexer.snapshot.manifest import TooLargeError
+from indexer.store.private import copy_file, make_dirs, open_file, write_file
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, S3Config, S3Store
@@ -67,15 +68,15 @@ class SnapshotStore(Protocol):
 
 
 def _clone_or_copy(src: Path, dst: Path) -> None:
-    """``dst`` as a copy of ``src``: a reflink (``FICLONE``) when the file system can,
-    else the kernel's copy (``shutil.copyfile``)."""
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
+    """``dst`` (owner-only) as a copy of ``src``: a reflink (``FICLONE``) when the file
+    system can, else the kernel's copy."""
+    with open(src, "rb") as fin, os.fdopen(open_file(dst), "wb") as fout:
         try:
             fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
             return
         except OSError:
             pass  # not the same file system, or no reflinks: copy the bytes
-    shutil.copyfile(src, dst)
+    copy_file(src, dst)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -84,7 +85,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 class DirectoryStore:
-    """Snapshots in a local (or mounted) directory."""
+    """Snapshots in a local (or mounted) directory. The folders and files written there
+    are owner-only (``indexer.store.private``); a location that exists keeps its mode."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -146,19 +148,16 @@ class DirectoryStore:
         XFS): never a hard link, which would share the inode of a live index file, so
         writing into the snapshot would change the data dir."""
         target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(target.parent)
         tmp = target.with_name(target.name + ".tmp")
         _clone_or_copy(local, tmp)
         os.replace(tmp, target)
 
     def upload_bytes(self, path: str, data: bytes) -> None:
         target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(target.parent)
         tmp = target.with_name(target.name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        write_file(tmp, data, fsync=True)
         os.replace(tmp, target)
 
     def delete_file(self, path: str) -> None:
