@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from indexer.store.layout import SQLITE_NAME, WATCH_DIR_NAME, WRITER_LOCK_NAME
+from indexer.store.private import make_dirs
 from worker.cli.exits import fail
 
 _OWN_FILES = frozenset({SQLITE_NAME, WRITER_LOCK_NAME, WATCH_DIR_NAME, "tantivy"})
@@ -40,12 +41,13 @@ def session_roots(command: str, paths: Sequence[Path], *, flag: str = "--session
 
 
 def data_dir(command: str, path: Path) -> Path:
-    """A data dir this process may write: created when missing; exits 2 naming why not."""
+    """A data dir this process may write: created (owner-only) when missing; exits 2
+    naming why not."""
     path = Path(os.path.expanduser(path))
     if path.exists() and not path.is_dir():
         fail(command, f"--data {path} is a file, not a directory: give a directory for the data")
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_dirs(path)
     except OSError as exc:
         fail(command, f"--data {path}: cannot create it ({exc.strerror or exc})")
     if not os.access(path, os.W_OK | os.X_OK):

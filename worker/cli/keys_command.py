@@ -2,7 +2,8 @@
 
 ``DIR/KID.key`` (private, 0600), ``DIR/KID.pub`` and ``DIR/KID.entry.json`` (the
 keyring entry, public): the host client reads the entry beside its key to tell its user
-when a workspace is not one the key may speak for (``worker.kafka.preflight``)."""
+when a workspace is not one the key may speak for (``worker.kafka.preflight``). A ``DIR``
+made here is 0700 (``indexer.store.private``); one that exists keeps its mode."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import orjson
 
+from indexer.store.private import make_dirs, open_file, write_file
 from worker.authn.keyring import entry_file, keyring_entry, parse_keyring
 from worker.authn.tokens import generate_key_pair
 from worker.cli.exits import EXIT_OK, fail
@@ -20,14 +22,14 @@ from worker.cli.exits import EXIT_OK, fail
 
 def _write_private(path: Path, pem: str) -> None:
     """Owner-only from the first byte (no window where others may read the key)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = open_file(path, os.O_WRONLY | os.O_EXCL)
     with os.fdopen(fd, "w") as out:
         out.write(pem)
 
 
 def cmd_keys_generate(args: argparse.Namespace) -> int:
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)
     private_path, public_path = out / f"{args.kid}.key", out / f"{args.kid}.pub"
     entry_path = entry_file(private_path)
     if private_path.exists() or public_path.exists() or entry_path.exists():
@@ -39,8 +41,8 @@ def cmd_keys_generate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         fail(args.command, f"--workspace: {exc}".replace("keys[0].workspaces", "workspace"))
     _write_private(private_path, private)
-    public_path.write_text(public)
-    entry_path.write_bytes(orjson.dumps(entry, option=orjson.OPT_INDENT_2) + b"\n")
+    write_file(public_path, public.encode(), public=True)
+    write_file(entry_path, orjson.dumps(entry, option=orjson.OPT_INDENT_2) + b"\n", public=True)
     if args.keyring is not None:
         keyring: Path = args.keyring
         try:
@@ -52,7 +54,7 @@ def cmd_keys_generate(args: argparse.Namespace) -> int:
             parse_keyring(orjson.dumps(updated))  # the result must load
         except (OSError, ValueError, KeyError) as exc:
             fail(args.command, f"keyring {keyring}: {exc}")
-        keyring.write_bytes(orjson.dumps(updated, option=orjson.OPT_INDENT_2) + b"\n")
+        write_file(keyring, orjson.dumps(updated, option=orjson.OPT_INDENT_2) + b"\n", public=True)
         print(f"added {args.kid!r} to {keyring}", file=sys.stderr)
     print(f"private key: {private_path} (keep it on the host; mode 0600)", file=sys.stderr)
     print(f"public key:  {public_path}", file=sys.stderr)
