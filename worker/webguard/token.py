@@ -19,7 +19,9 @@ class TokenFileError(ValueError):
 
 
 def load_token(path: Path) -> str:
-    """The file's text, stripped; an unreadable or empty file is a ``TokenFileError``."""
+    """The file's text, stripped of surrounding whitespace (so a file written with
+    Windows line endings, ``token\\r\\n``, holds ``token``); an unreadable or empty file
+    is a ``TokenFileError``."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -42,10 +44,12 @@ def is_loopback(host: str) -> bool:
 
 
 def token_matches(given: str | None, token: str) -> bool:
-    """Constant-time comparison of a presented token with the expected one."""
+    """Constant-time comparison of a presented token with the expected one, as bytes.
+    A header aiohttp decoded keeps its non-UTF-8 bytes as lone surrogates, which
+    ``surrogatepass`` encodes (so they mismatch) instead of raising."""
     if given is None:
         return False
-    return hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), token.encode("utf-8"))
 
 
 def bearer(authorization: str | None) -> str | None:
