@@ -15,10 +15,9 @@ import asyncio
 import base64
 import logging
 
-import orjson
-
 from indexer.kafka.client import InRecord, Producer
 from indexer.metrics import Metrics
+from indexer.model.event import dump_json
 
 log = logging.getLogger("sessionq.dlq")
 
@@ -29,12 +28,13 @@ DLQ_MAX_ORIGINAL_BYTES = 9 * 1024 * 1024  # any record the 8 MiB topics accept
 def dead_letter(record: InRecord, reason: str, code: str, *, with_value: bool = True) -> bytes:
     """The DLQ value: why, where it came from, and the original bytes (cut, with
     ``value_truncated`` set, only beyond what sessionq's topics accept at all; left out,
-    the size still given, ``with_value=False``)."""
+    the size still given, ``with_value=False``). A reason naming a string of the record
+    (a session id holding a lone surrogate) writes it as ``dump_json`` does."""
     value = record.value if with_value else None
     truncated = value is not None and len(value) > DLQ_MAX_ORIGINAL_BYTES
     if value is not None and truncated:
         value = value[:DLQ_MAX_ORIGINAL_BYTES]
-    return orjson.dumps(
+    return dump_json(
         {
             "v": 1,
             "reason": reason,

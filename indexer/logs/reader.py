@@ -34,8 +34,6 @@ only what was appended since and continues the fold where it stopped.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +46,7 @@ from indexer.logs.chunks import PackedChunks, is_chunk_row, pack_chunk_row
 from indexer.logs.envelope import check_envelope, event_raw
 from indexer.logs.jsonl import Lines, Position
 from indexer.logs.roots import implied_session_id
-from indexer.model.event import SessionEvent
+from indexer.model.event import SessionEvent, load_json
 from indexer.model.header import SessionHeader, parse_header
 from indexer.model.records import MAX_NESTING, nesting_exceeds
 from indexer.surface.fold import FoldedLog, FoldStep, SurfaceFold
@@ -118,17 +116,6 @@ class LogRejectedError(LogValidationError):
         self.rule = rule
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (math.inf, -math.inf):
-        raise ValueError(f"number {text} is not a finite double")
-    return value
-
-
 MAX_LOG_NESTING = MAX_NESTING - 2
 """The JSON nesting levels one log line may have: 126. An event published as an
 ``events`` record sits two levels deeper (the record object, its ``events`` array), so
@@ -141,20 +128,16 @@ prints with the iterative ``js_stringify``) reads whatever this bound lets in.""
 def parse_line(line: bytes) -> Any:
     """Decode one JSON line as JavaScript's ``JSON.parse`` would, or fail.
 
-    orjson handles everything real logs contain (integers beyond 64 bits become doubles,
-    as in JavaScript). The stdlib decoder is the fallback for the one input JavaScript
-    accepts and orjson refuses: lone surrogate escapes (a stream delta that split a
-    surrogate pair). NaN, Infinity and numbers overflowing a double are rejected
+    ``load_json`` reads it (integers beyond 64 bits become doubles, as in JavaScript; a
+    lone surrogate escape, a stream delta that split a surrogate pair, is read as the
+    one code unit it is). NaN, Infinity and numbers overflowing a double are rejected
     (lossless JSON only), as is nesting deeper than :data:`MAX_LOG_NESTING` levels.
     Raises :class:`LogValidationError`.
     """
     try:
-        value = orjson.loads(line)
+        value = load_json(line)
     except orjson.JSONDecodeError as exc:
-        try:
-            value = json.loads(line, parse_constant=_reject_constant, parse_float=_finite_float)
-        except (ValueError, RecursionError):
-            raise LogValidationError(f"line is not valid JSON: {exc}") from exc
+        raise LogValidationError(f"line is not valid JSON: {exc}") from exc
     # Counting brackets is C-speed and bounds the depth from above: only a line with
     # that many is walked (strings are opaque to the walk).
     if line.count(b"[") + line.count(b"{") > MAX_LOG_NESTING and nesting_exceeds(

@@ -13,6 +13,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from indexer.errors import INVALID_RECORD, RecordRejectedError
+from indexer.model.event import dump_json, load_json
 
 
 class _Envelope(BaseModel):
@@ -94,11 +95,13 @@ def nesting_exceeds(obj: Any, limit: int = MAX_NESTING) -> bool:
 
 
 def decode_record(value: bytes | None) -> EventStreamRecord:
-    """Parse one record value; a clear ``RecordRejectedError`` names what is wrong."""
+    """Parse one record value as JavaScript reads it (``load_json``: a lone surrogate
+    escape is a string's code unit, not an error); a clear ``RecordRejectedError``
+    names what is wrong."""
     if value is None:
         raise RecordRejectedError("record has no value")
     try:
-        obj = orjson.loads(value)
+        obj = load_json(value)
     except orjson.JSONDecodeError as exc:
         raise RecordRejectedError(f"record value is not JSON: {exc}") from exc
     if nesting_exceeds(obj):
@@ -112,5 +115,8 @@ def decode_record(value: bytes | None) -> EventStreamRecord:
 
 
 def encode_record(record: EventStreamRecord) -> bytes:
-    """Compact JSON of a record, key order as declared."""
-    return orjson.dumps(record.model_dump(mode="json"))
+    """Compact JSON of a record, key order as declared (``dump_json``: a lone surrogate
+    is written as its escape, as JavaScript writes it). Its members are JSON values
+    already, so they are dumped as they are (pydantic's JSON mode refuses a lone
+    surrogate)."""
+    return dump_json(record.model_dump())
