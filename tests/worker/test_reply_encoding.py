@@ -1,5 +1,6 @@
 """A reply's bytes: ``encode_reply`` (the HTTP front end's, no model in between) is the
-envelope ``reply_for(...).encode()`` sends over Kafka, for every outcome."""
+envelope ``reply_for(...).encode()`` sends over Kafka, for every outcome and any text
+(a lone surrogate read from a stored event travels as its ``\\udxxx`` escape)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,21 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.strategies import js_text
 from worker.contract.envelopes import Reply, decode_reply, encode_reply, reply_for
 from worker.contract.errors import ToolFailure
 from worker.contract.outcome import ToolReply
 
 _JSON: st.SearchStrategy[Any] = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | js_text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(js_text(max_size=4), inner),
     max_leaves=8,
 )
 _OUTCOMES = st.one_of(
-    st.builds(ToolReply, output=st.one_of(st.none(), st.text())),
+    st.builds(ToolReply, output=st.one_of(st.none(), js_text())),
     st.builds(
         ToolReply,
-        error=st.builds(ToolFailure, code=st.text(min_size=1), message=st.text()),
+        error=st.builds(ToolFailure, code=st.text(min_size=1), message=js_text()),
         cancel_reason=_JSON,
     ),
 )
@@ -49,3 +51,9 @@ def test_each_outcome_has_its_members() -> None:
     cancelled = ToolReply(error=ToolFailure("CANCELLED", "cancelled"), cancel_reason={"by": 1})
     assert orjson.loads(encode_reply("r3", cancelled))["reason"] == {"by": 1}
     assert isinstance(decode_reply(encode_reply("r3", cancelled)), Reply)
+
+
+def test_a_text_holding_a_lone_surrogate_goes_as_the_stored_escape() -> None:
+    encoded = encode_reply("r4", ToolReply(output='Session s — Project \ud83d'))
+    assert b"Project \\ud83d" in encoded
+    assert decode_reply(encoded).text == "Session s — Project \ud83d"

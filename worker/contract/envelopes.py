@@ -12,6 +12,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, ValidationError
 
 from indexer.errors import INVALID_REQUEST, SessionqError
+from indexer.model.event import dump_json, load_json
 from indexer.model.records import MAX_NESTING, describe_validation_error, nesting_exceeds
 from worker.contract.errors import INVALID_ARGS
 from worker.contract.outcome import ToolReply
@@ -85,7 +86,9 @@ class Reply(BaseModel):
         return _reply_json(self.id, None, self.error.code, self.error.message, self.reason)
 
     def encode(self) -> bytes:
-        return orjson.dumps(self.to_json())
+        """The reply's JSON: a lone surrogate of its text (read from a stored event) as
+        the escape it was stored as (``dump_json``)."""
+        return dump_json(self.to_json())
 
 
 def _reply_json(
@@ -134,7 +137,9 @@ class _TooDeepError(Exception):
 
 
 def decode_request(value: bytes | None) -> RequestRecord:
-    """Parse a request-topic record.
+    """Parse a request-topic record as JavaScript reads it (``load_json``: a lone
+    surrogate escape in the arguments is data, and it counts in the request digest as
+    the host's canonical form writes it, ``worker.authn.binding``).
 
     Raises ``EnvelopeError`` (dead-letter) when nobody can be answered, and
     ``InvalidRequestError`` (error reply) when the id and reply topic are usable.
@@ -146,7 +151,7 @@ def decode_request(value: bytes | None) -> RequestRecord:
             f"request record is {len(value)} bytes; the maximum is {MAX_REQUEST_BYTES} (not parsed)"
         )
     try:
-        obj = orjson.loads(value)
+        obj = load_json(value)
     except orjson.JSONDecodeError as exc:
         raise EnvelopeError(f"record value is not JSON: {exc}") from exc
     try:
@@ -172,7 +177,9 @@ def decode_request(value: bytes | None) -> RequestRecord:
 
 
 def decode_reply(value: bytes) -> Reply:
-    return Reply.model_validate_json(value)
+    """A reply as the host reads it (``load_json``, so a lone surrogate escape of its
+    text is read as written); ``ValueError`` for anything else."""
+    return Reply.model_validate(load_json(value))
 
 
 def reply_for(request_id: str, result: ToolReply) -> Reply:
@@ -192,8 +199,8 @@ def encode_reply(request_id: str, result: ToolReply) -> bytes:
     end that only sends the bytes)."""
     error = result.error
     if error is None:
-        return orjson.dumps(_reply_json(request_id, result.output or "", None, None, None))
-    return orjson.dumps(
+        return dump_json(_reply_json(request_id, result.output or "", None, None, None))
+    return dump_json(
         _reply_json(request_id, None, error.code, error.message, result.cancel_reason)
     )
 

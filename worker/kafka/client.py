@@ -14,9 +14,8 @@ import logging
 import uuid
 from typing import Any
 
-import orjson
-
 from indexer.kafka.group import Producer, ReplyReader
+from indexer.model.event import dump_json
 from indexer.settings import KafkaSettings
 from worker.authn.tokens import CallerSigner
 from worker.contract.envelopes import MAX_REQUEST_BYTES, Reply, decode_reply, error_reply
@@ -119,6 +118,9 @@ class SessionqClient:
         for it in the caller token, and the worker checks it against the caller's stored
         header. ``routing_key`` (default: the workspace, or ``session:<id>``) only
         chooses the partition. Cancelling the awaiting task publishes a cancel record.
+        Any string of ``arguments`` goes as JavaScript would send it: a lone surrogate
+        is written as its escape (``dump_json``) and signed as JavaScript's JCS writes
+        it (``worker.authn.binding``), so the worker's digest is the host's.
         """
         rid = request_id or str(uuid.uuid4())
         caller: dict[str, Any] = {"session_id": session_id}
@@ -140,7 +142,7 @@ class SessionqClient:
         if timeout_ms is not None:
             request["timeout_ms"] = timeout_ms
         try:  # the token binds the whole request, so it is signed last
-            value = orjson.dumps(self._signed(request, workspace))
+            value = dump_json(self._signed(request, workspace))
         except (TypeError, ValueError) as exc:  # not JSON, or nothing a token can bind
             return error_reply(rid, INVALID_ARGS, f"invalid arguments: {exc}")
         if len(value) > MAX_REQUEST_BYTES:  # the worker and the topic would refuse it
@@ -201,7 +203,7 @@ class SessionqClient:
         if session_id is not None:
             record["caller"] = {"session_id": session_id}
             record = self._signed(record, workspace)
-        await self._producer.send(self.requests_topic, orjson.dumps(record), key=routing_key)
+        await self._producer.send(self.requests_topic, dump_json(record), key=routing_key)
 
     def _warn(self, warnings: list[str]) -> None:
         """Each distinct warning once per client (``worker.kafka.preflight``)."""
