@@ -5,9 +5,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-import orjson
-
 from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
+from indexer.model.event import load_json
 from indexer.query.sessions import SessionRow
 from indexer.query.types import TitleObservation
 from indexer.surface.titles import TitleMalformedError, TitleSnapshot
@@ -45,7 +44,7 @@ def stored_title(title_json: str) -> TitleSnapshot | str:
     could not copy. Like ``stored_header``, the snapshot of a given JSON text is
     remembered (it is frozen; nothing changes its lists): every search reads the titles
     of its hits' sessions again."""
-    stored = orjson.loads(title_json)
+    stored = load_json(title_json)
     if "error" in stored:
         return str(stored["error"])
     return TitleSnapshot(

@@ -4,7 +4,8 @@ A model streams text as deltas of a few characters, and a delta may end between 
 two halves of a surrogate pair (an emoji): each half is then a lone surrogate, which the
 log holds as a ``\\ud83d`` escape and the store keeps as such (``dump_json``). Every
 reader of stored events — the window and trace reads, the redaction of a delta's run,
-the writer's fold over stored events and its re-indexing — must read it back.
+the writer's fold over stored events and its re-indexing, the session's title — must
+read it back.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from pathlib import Path
 
 from indexer.query.service import StoreQueryService
 from indexer.store.records.store import Store
-from tests.builders import assistant, chunk, events_record, header, header_record, plain, user
+from tests.builders import (
+    assistant,
+    chunk,
+    events_record,
+    header,
+    header_record,
+    plain,
+    title,
+    user,
+)
 
 SID = "split-pair"
 EMOJI_HALVES = ("\ud83d", "\ude00")  # 😀 split over two deltas
@@ -67,5 +77,20 @@ def test_the_writer_folds_and_reindexes_over_a_stored_lone_surrogate(tmp_path: P
     service = StoreQueryService(tmp_path)
     try:
         assert service.trace_event(SID, 6).replaced_by == 7
+    finally:
+        service.close()
+
+
+def test_a_title_cut_mid_emoji_is_stored_and_shown_as_it_was(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    try:
+        store.apply(events_record(SID, [title(7, "Project \ud83d")]))
+        store.commit()
+    finally:
+        store.close()
+    service = StoreQueryService(tmp_path)
+    try:
+        (observation,) = service.read_title_snapshots([SID])
+        assert observation.title is not None and observation.title.title == "Project \ud83d"
     finally:
         service.close()

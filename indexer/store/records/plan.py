@@ -18,12 +18,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import orjson
-
 from indexer.logs.chunks import PackedChunks
 from indexer.logs.reader import PackedLog
 from indexer.model import SessionEvent, SessionHeader
-from indexer.model.event import SURFACE_ELIGIBLE
+from indexer.model.event import SURFACE_ELIGIBLE, dump_json
 from indexer.redact import Redaction
 from indexer.store.blocks.format import StoredEvent
 from indexer.store.tables.schema import source_runs
@@ -55,12 +53,13 @@ class WritePlan:
 
 
 def title_json(event: SessionEvent) -> str:
-    """The stored title observation: a snapshot, or the reason the title is unreadable."""
+    """The stored title observation: a snapshot, or the reason the title is unreadable.
+    A title cut mid-emoji holds a lone surrogate: ``dump_json`` keeps it as its escape."""
     try:
         snap = fold_title(event)
     except TitleMalformedError as exc:
-        return orjson.dumps({"error": exc.message}).decode()
-    return orjson.dumps(
+        return dump_json({"error": exc.message}).decode()
+    return dump_json(
         {
             "title": snap.title,
             "messageSeqs": snap.message_seqs,
