@@ -24,15 +24,30 @@ from indexer.redact.lent import LIBRARY, lent_patterns
 
 __all__ = ["CHECKS", "Rule", "lent_plugins", "load_rules", "ruleset_digest"]
 
-_DIGITS_OR_SYMBOLS = re.compile(r"[\d!@#%^&*~+/=]")
+_DIGITS_OR_SYMBOLS = re.compile(r"[\d!@#$%^&*~+/=]")
 _LETTERS = re.compile(r"[A-Za-z]")
+_PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@%+-]*)+")
+_RANDOM_SEGMENT = re.compile(r"(?=[^/]*[a-z])(?=[^/]*[A-Z])(?=[^/]*\d)[^/]{16,}")
+
+
+def _file_path(secret: str) -> bool:
+    """Whether ``secret`` reads as a file path (``/run/secrets/db``, ``~/.aws/config``):
+    slash-separated names none of which is a random run of 16 or more characters mixing
+    upper case, lower case and digits, as base64 starting with a slash is."""
+    if _PATH.fullmatch(secret) is None:
+        return False
+    return not any(_RANDOM_SEGMENT.fullmatch(part) for part in secret.split("/"))
 
 
 def _looks_random(secret: str) -> bool:
     """A generic assignment's value is a secret only if it mixes letters with digits or
-    symbols: identifiers, words and dotted paths (``settings.SECRET_KEY``, ``get_token``)
-    do not."""
-    return _DIGITS_OR_SYMBOLS.search(secret) is not None and _LETTERS.search(secret) is not None
+    symbols: identifiers, words, dotted paths (``settings.SECRET_KEY``, ``get_token``) and
+    file paths do not."""
+    return (
+        _DIGITS_OR_SYMBOLS.search(secret) is not None
+        and _LETTERS.search(secret) is not None
+        and not _file_path(secret)
+    )
 
 
 def _formally_valid_jwt(secret: str) -> bool:
@@ -76,11 +91,24 @@ def _library_patterns(ref: str) -> tuple[re.Pattern[str], ...]:
     return denylist if which == "*" else (denylist[int(which)],)
 
 
-def _rule(entry: dict[str, Any]) -> Rule:
+def _regex(entry: dict[str, Any], shapes: dict[str, str]) -> str | None:
+    """A rule's own regex: ``regex``, or its ``shape`` with ``{names}`` replaced by its
+    ``names`` (one syntax of assignment, written once, for rules that differ in the names
+    they take and the thresholds they apply); None when it has neither."""
+    if "shape" in entry:
+        return shapes[str(entry["shape"])].replace("{names}", str(entry["names"]))
+    return None if "regex" not in entry else str(entry["regex"])
+
+
+def _rule(entry: dict[str, Any], shapes: dict[str, str]) -> Rule:
+    """The library's patterns first (``pattern``), then the rule's own regex: a rule may
+    have both when the library's pattern covers only some of a provider's forms."""
+    patterns: tuple[re.Pattern[str], ...] = ()
     if "pattern" in entry:
         patterns = _library_patterns(str(entry["pattern"]))
-    else:
-        patterns = (re.compile(str(entry["regex"])),)
+    own = _regex(entry, shapes)
+    if own is not None:
+        patterns += (re.compile(own),)
     extend = entry.get("extend")
     check = entry.get("check")
     return Rule(
@@ -114,7 +142,8 @@ def lent_plugins() -> list[str]:
 def load_rules() -> tuple[Rule, ...]:
     """Every rule of ``rules.toml``, compiled (once per process)."""
     data = tomllib.loads(_rules_file().decode())
-    return tuple(_rule(entry) for entry in data["rules"])
+    shapes = {str(k): str(v) for k, v in data.get("shapes", {}).items()}
+    return tuple(_rule(entry, shapes) for entry in data["rules"])
 
 
 @functools.cache
