@@ -19,6 +19,14 @@ Two kinds of writer take the lease:
 
 A Kafka indexer is a standing writer that never hands over: its data dir is a replica
 of a topic, not a place other writers add to.
+
+A queued writer proves it is still coming: it touches ``writer.queue`` at least every
+``QUEUE_BEAT_S`` while it waits, and a standing writer defers only to a queue touched
+within ``QUEUE_STALE_S``. One that stops proceeding (stopped with Ctrl-Z, under a
+debugger) stops blocking the standing writers after that bound: they write meanwhile
+(and say so), and it gets its turn as soon as it runs again (its next touch). Who is
+queued is the kernel's list of ``writer.queue``'s locks (``/proc/locks``, Linux); where
+there is none, the queue's processes go unnamed.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ class DataDirBusyError(SessionqError):
     code = INVALID_CONFIG
 HANDS_OVER: Final[frozenset[str]] = frozenset({"serve", "mcp"})
 WAIT_STEP_S: Final = 0.05  # a one-shot writer's retry interval while it waits
+QUEUE_BEAT_S: Final = 1.0  # a queued writer touches writer.queue at least this often
+QUEUE_STALE_S: Final = 5.0  # a queue untouched this long holds only stalled writers
+Queue = Literal["empty", "waiting", "stalled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +150,37 @@ class WriterLease:
             return Holder(0, "process", 0.0)
 
     def wanted(self) -> bool:
-        """Whether a one-shot writer waits for the lease (it holds ``writer.queue``
-        shared; an exclusive probe then fails)."""
+        """Whether a one-shot writer waits for the lease and is still coming."""
+        return self.queue() == "waiting"
+
+    def queue(self) -> Queue:
+        """``writer.queue``: nobody holds it (an exclusive probe succeeds), or one-shot
+        writers wait in it, lately touched ("waiting") or not ("stalled")."""
         fd = self._open(WRITER_QUEUE_NAME)
         try:
-            return not _try_lock(fd, fcntl.LOCK_EX)
+            if _try_lock(fd, fcntl.LOCK_EX):
+                return "empty"
+            touched = os.fstat(fd).st_mtime
+            return "waiting" if time.time() - touched < QUEUE_STALE_S else "stalled"
         finally:
             os.close(fd)
+
+    def queued_pids(self) -> tuple[int, ...]:
+        """The processes queued in ``writer.queue``, as the kernel lists its shared
+        ``flock``s (empty where ``/proc/locks`` is not there)."""
+        try:
+            st = os.stat(self.data_dir / WRITER_QUEUE_NAME)
+            table = Path("/proc/locks").read_text()
+        except OSError:
+            return ()
+        where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        pids = {
+            int(f[4])
+            for f in (line.split() for line in table.splitlines())
+            if len(f) > 5 and f[1:4] == ["FLOCK", "ADVISORY", "READ"] and f[5] == where
+            and f[4].isdigit()
+        }  # fmt: skip
+        return tuple(sorted(pids))
 
     @contextlib.contextmanager
     def turn(
@@ -160,10 +195,14 @@ class WriterLease:
         queue = self._open(WRITER_QUEUE_NAME)
         try:
             fcntl.flock(queue, fcntl.LOCK_SH)
-            told = False
+            os.utime(queue)  # still coming (module docstring), and again every beat
+            told, touched = False, time.monotonic()
             while not self.try_acquire():
                 if cancelled is not None and cancelled():
                     break
+                if time.monotonic() - touched >= QUEUE_BEAT_S:
+                    os.utime(queue)
+                    touched = time.monotonic()
                 if not told and on_wait is not None:
                     holder = self.holder()
                     if holder is not None:
