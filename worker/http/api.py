@@ -220,6 +220,10 @@ class HttpApi:
                 "pid": os.getpid(),
                 "part": s.part,
                 "writer": s.writer,
+                "waiting_since": s.waiting_since,
+                "queued": None
+                if s.queued is None
+                else {"pids": list(s.queued.pids), "stalled": s.queued.stalled},
                 "watching": s.watching,
                 "store_error": s.store_error,
                 "sessions": stats.sessions,

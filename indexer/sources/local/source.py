@@ -19,6 +19,11 @@ then plays one of two parts, decided by the data dir's writer lease
   the stored state: every log whose signature changed since it was last applied is read
   again, so nothing the old writer had seen is lost.
 
+A one-shot writer that queued and then stopped proceeding (an ``ingest`` stopped with
+Ctrl-Z) is deferred to only until the lease's bound (``indexer.store.lease``): then this
+process writes anyway, and says so once (a WARNING naming the queued pids); the status
+shows the queue (``queued``) and since when this process has waited (``waiting_since``).
+
 Either way the process reads the store through its own query service, so it sees each
 commit of whichever process writes. It is ready once its registration is scanned.
 ``stop()`` ends the current pass at its next chunk and leaves the store consistent.
@@ -45,7 +50,7 @@ from indexer.sources.local.housekeeping import Housekeeping
 from indexer.sources.loop import RecordLoop
 from indexer.sources.registry import Registry, union
 from indexer.store.failure import describe
-from indexer.store.lease import Holder, Role, WriterLease
+from indexer.store.lease import QUEUE_STALE_S, Holder, Queue, Role, WriterLease
 from indexer.store.maintenance.purge import PurgeReport
 from indexer.store.records.store import Store
 
@@ -59,10 +64,21 @@ RETRY_S: Final = 5.0  # after a failure to write, the next attempt
 Part = Literal["starting", "writer", "standby", "stopped"]
 
 
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """One-shot writers queued for the lease: their pids (when the kernel lists them) and
+    whether they stopped proceeding."""
+
+    pids: tuple[int, ...]
+    stalled: bool
+
+
 @dataclass(slots=True)
 class SourceStatus(ApplyStatus):
     part: Part = "starting"
     writer: str | None = None  # who writes, when it is another process
+    waiting_since: float | None = None  # when this process began waiting for the lease
+    queued: Queued | None = None  # one-shot writers queued for the lease
     watching: Mode | None = None  # how this process watches, while it writes
     ready: bool = False
 
@@ -113,7 +129,7 @@ class LocalSource:
         after ``RETRY_S``, so another process may write meanwhile."""
         try:
             while not self._stopping.is_set():
-                if not self.lease.wanted() and self.lease.try_acquire():
+                if self._queue() != "waiting" and self.lease.try_acquire():
                     try:
                         await self._write()
                     except Exception as exc:
@@ -134,11 +150,33 @@ class LocalSource:
             log.error("cannot write %s, retrying every %.0f s: %s", self.data, RETRY_S, cause)
         self.status.store_error = cause
 
+    def _queue(self) -> Queue:
+        """The lease's queue, kept in the status; a queue that stalls is told once."""
+        queue = self.lease.queue()
+        if queue == "empty":
+            self.status.queued = None
+            return queue
+        queued = Queued(self.lease.queued_pids(), stalled=queue == "stalled")
+        if queued.stalled and not (self.status.queued and self.status.queued.stalled):
+            pids = ", ".join(map(str, queued.pids)) or "unknown"
+            log.warning(
+                "a writer queued for %s (pid %s) has not proceeded for %.0f s (stopped, as"
+                " with Ctrl-Z?): this process writes meanwhile and hands the lease over when"
+                " it runs again",
+                self.data,
+                pids,
+                QUEUE_STALE_S,
+            )
+        self.status.queued = queued
+        return queue
+
     def _standby(self) -> None:
         holder = self.lease.holder()
         if self.status.part != "standby" or (holder and holder.describe() != self.status.writer):
             who = holder.describe() if holder is not None else "another process"
             log.info("standing by: %s writes %s", who, self.data)
+        if self.status.part != "standby":
+            self.status.waiting_since = time.time()
         self.status.part = "standby"
         self.status.writer = holder.describe() if holder is not None else None
         self._check_ready()
@@ -148,7 +186,7 @@ class LocalSource:
             await asyncio.wait_for(self._stopping.wait(), seconds)
 
     async def _write(self) -> None:
-        self.status.part, self.status.writer = "writer", None
+        self.status.part, self.status.writer, self.status.waiting_since = "writer", None, None
         store = await asyncio.to_thread(self._open_store)
         self._store = store
         loop = RecordLoop(store, self.metrics)
@@ -168,7 +206,7 @@ class LocalSource:
         self._check_ready()
         self._next_sweep = time.monotonic() + SWEEP_S
         while not self._stopping.is_set():
-            if self.lease.wanted():
+            if self._queue() == "waiting":
                 log.info("handing the writer lease of %s to a waiting writer", self.data)
                 return
             changed = await self._notifier.wait(TICK_S) if self._notifier else set()
