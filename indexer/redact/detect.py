@@ -6,11 +6,11 @@ Order of operations for a text:
    keyword it holds; a rule runs only when one of its keywords occurs (most texts hold
    none: no regex runs);
 2. each active rule's patterns run over the text, or, for an anchored rule (its matches
-   start with a keyword), only at the keywords' occurrences; a match's secret is its ``group``,
-   extended over the rule's ``extend`` characters, and it is kept only if its edges do
-   not touch a letter or digit (``edges = "word"``; a JSON escape such as ``\\n`` counts
-   as a boundary), its entropy is at least the rule's, its ``check`` holds and no
-   ``allow`` pattern matches it;
+   start with a keyword), only at the keywords' occurrences; a match's secret is its
+   ``group``, extended over the rule's ``extend`` characters (and back over its
+   ``before`` ones), and it is kept only if its edges do not touch a letter or digit
+   (``edges = "word"``; a JSON escape such as ``\\n`` counts as a boundary), its entropy
+   is at least the rule's, its ``check`` holds and no ``allow`` pattern matches it;
 3. overlaps: specific rules first, then generic ones; a secret overlapping one kept
    already is dropped;
 4. every kept secret is replaced by ``[REDACTED:<rule id>]``.
@@ -37,6 +37,8 @@ __all__ = ["Detector", "Finding", "marker", "shannon_entropy"]
 MIN_CHARS: Final = 8
 """No rule's secret is shorter: a shorter text is returned as it is, unscanned."""
 _ESCAPES: Final = frozenset("nrtbfu\"'/")
+BEFORE_MAX: Final = 32
+"""A rule's ``before`` characters are swallowed this far back at most."""
 NAMES_KEPT: Final = 4096
 """Member names whose test is remembered (``names_secret``)."""
 
@@ -139,6 +141,10 @@ class Detector:
                 start, end = match.span(rule.group if pattern.groups >= rule.group else 0)
                 if start < 0 or start == end:
                     continue
+                if rule.before is not None:
+                    floor = max(0, start - BEFORE_MAX)
+                    while start > floor and rule.before.fullmatch(text[start - 1]):
+                        start -= 1
                 if rule.extend is not None:
                     more = rule.extend.match(text, end)
                     if more is not None:

@@ -77,6 +77,7 @@ class Rule:
     entropy: float = 0.0
     word_edges: bool = False
     extend: re.Pattern[str] | None = None
+    before: re.Pattern[str] | None = None
     check: Callable[[str], bool] | None = None
     allow: tuple[re.Pattern[str], ...] = ()
     anchored: bool = False
@@ -110,6 +111,7 @@ def _rule(entry: dict[str, Any], shapes: dict[str, str]) -> Rule:
     if own is not None:
         patterns += (re.compile(own),)
     extend = entry.get("extend")
+    before = entry.get("before")
     check = entry.get("check")
     return Rule(
         id=str(entry["id"]),
@@ -119,6 +121,7 @@ def _rule(entry: dict[str, Any], shapes: dict[str, str]) -> Rule:
         entropy=float(entry.get("entropy", 0.0)),
         word_edges=entry.get("edges") == "word",
         extend=None if extend is None else re.compile(f"(?:{extend})+"),
+        before=None if before is None else re.compile(str(before)),
         check=None if check is None else CHECKS[str(check)],
         allow=tuple(re.compile(str(a)) for a in entry.get("allow", ())),
         anchored=bool(entry.get("anchor", False)),
