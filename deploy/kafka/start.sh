@@ -11,10 +11,13 @@
 #                    An already formatted DIR is reused (its topics survive restarts).
 #   --port N         PLAINTEXT listener port on 127.0.0.1. Default: the port this
 #                    data dir used last time (DIR/port), so clients pointed at it
-#                    reconnect after a restart; on a first start, a free port picked
-#                    by the OS. If the remembered port is taken by another process,
-#                    start.sh fails (it never silently moves). The controller port is
-#                    always OS-picked.
+#                    reconnect after a restart; on a first start, the first free port
+#                    from 19092 on (19092-19191), kept outside this machine's ephemeral
+#                    range (/proc/sys/net/ipv4/ip_local_port_range): an OS-picked port
+#                    lies inside it, and after a stop a reconnecting client's source
+#                    port can take it, so a restart finds it taken. A port that is
+#                    taken fails in one line naming it (start.sh never silently
+#                    moves). The controller port is the next free one of that window.
 #   --timeout S      readiness deadline in seconds (default 60).
 #   --owner-pid PID  stop the broker when process PID exits (used by the pytest
 #                    fixture so a killed test run does not leave a broker behind).
@@ -42,6 +45,8 @@ DATA_DIR=${SESSIONQ_KAFKA_DATA:-$REPO_ROOT/.sessionq/kafka}
 PYTHON=${SESSIONQ_PYTHON:-python3}
 HEAP_OPTS=${SESSIONQ_KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}
 PORT=""
+DEFAULT_PORT=19092  # the first of DEFAULT_PORTS candidates for a first start
+DEFAULT_PORTS=100
 TIMEOUT=60
 OWNER_PID=""
 RESOLVE_ONLY=0
@@ -179,24 +184,59 @@ finally:
     s.close()
 PY
 }
+# The machine's ephemeral range (outgoing connections' source ports): a listener port
+# inside it can be taken by any client while the broker is down. Where the kernel does
+# not say, the union of Linux's and IANA's defaults.
+EPHEMERAL_LOW=32768 EPHEMERAL_HIGH=65535
+if [[ -r /proc/sys/net/ipv4/ip_local_port_range ]]; then
+    read -r EPHEMERAL_LOW EPHEMERAL_HIGH </proc/sys/net/ipv4/ip_local_port_range
+fi
+EPHEMERAL="$EPHEMERAL_LOW-$EPHEMERAL_HIGH"
+# The default window, moved below (or above) the ephemeral range when that covers it.
+window_low=$DEFAULT_PORT
+if ((window_low + DEFAULT_PORTS > EPHEMERAL_LOW && window_low <= EPHEMERAL_HIGH)); then
+    if ((EPHEMERAL_LOW - DEFAULT_PORTS >= 1024)); then
+        window_low=$((EPHEMERAL_LOW - DEFAULT_PORTS))
+    else
+        window_low=$((EPHEMERAL_HIGH + 1))
+    fi
+fi
+window_high=$((window_low + DEFAULT_PORTS - 1))
+((window_high <= 65535)) \
+    || die "no $DEFAULT_PORTS ports lie outside the ephemeral range $EPHEMERAL: pass --port N"
+
 if [[ -n "$PORT" ]] && ! port_free "$PORT"; then
     if ((PORT_REMEMBERED)); then
         die "port $PORT (used before by $DATA_DIR, see $PORT_FILE) is taken by another process; free it, or pass --port N to move this broker (clients must then be pointed at the new port)"
     fi
-    die "port $PORT is taken by another process"
+    die "port $PORT is taken by another process: pass --port N with a free port (outside the ephemeral range $EPHEMERAL, e.g. $window_low-$window_high), or free $PORT"
+fi
+if [[ -n "$PORT" ]] && ((PORT >= EPHEMERAL_LOW && PORT <= EPHEMERAL_HIGH)); then
+    log "note: port $PORT is inside the ephemeral range $EPHEMERAL: while the broker is down a client may take it (pass --port N outside it to move)"
 fi
 
-# Free loopback ports from the OS (bind to port 0). The tiny race between closing
-# the probe socket and the broker binding is covered by the retry loop below.
-pick_ports() {  # n -> n distinct free ports on one line
-    "$PYTHON" - "$1" <<'PY'
+# Free loopback ports of the default window, skipping any given. The tiny race between
+# the probe and the broker binding is covered by the retry loop below.
+pick_ports() {  # n [taken...] -> n distinct free ports of the window on one line, or nothing
+    "$PYTHON" - "$window_low" "$window_high" "$@" <<'PY'
 import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
+low, high, n, taken = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+found = []
+for port in range(low, high + 1):
+    if str(port) in taken:
+        continue
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as port_free
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    found.append(port)
+    if len(found) == n:
+        print(" ".join(map(str, found)))
+        break
 PY
 }
 
@@ -408,17 +448,17 @@ trap on_interrupt INT TERM
 
 t_start=$SECONDS
 attempts=1
-[[ -z "$PORT" ]] && attempts=3   # OS-picked ports may race with another process
+[[ -z "$PORT" ]] && attempts=3   # picked ports may race with another start.sh
 for ((attempt = 1; attempt <= attempts; attempt++)); do
+    broker_port="" controller_port=""
     if [[ -n "$PORT" ]]; then
         broker_port=$PORT
-        controller_port=$(pick_ports 1)
-        [[ "$controller_port" != "$PORT" ]] || controller_port=$(pick_ports 1)
+        controller_port=$(pick_ports 1 "$PORT")
     else
         read -r broker_port controller_port < <(pick_ports 2) || true
     fi
     [[ "$broker_port" =~ ^[0-9]+$ && "$controller_port" =~ ^[0-9]+$ ]] \
-        || die "could not pick free ports with $PYTHON"
+        || die "no free ports in $window_low-$window_high (outside the ephemeral range $EPHEMERAL): pass --port N with a free port"
     write_config "$broker_port" "$controller_port"
     format_storage
     log "starting Kafka $KAFKA_VERSION on 127.0.0.1:$broker_port (controller $controller_port)"
