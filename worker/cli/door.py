@@ -4,8 +4,9 @@ one line naming the cause and the fix, with exit status 2, before any work start
 * ``--sessions`` paths must exist (a typo must not start a server that never answers);
 * ``--data`` must be a directory this process can create or write, and a non-empty
   directory must be a sessionq data dir (``--data ~`` must not fill a home directory);
-* a listen address must be free: the port is bound here, before the first ingest, and
-  the bound socket is what the server then serves on.
+* a listen address must be free: the port is bound here, before the first ingest (or
+  the first connection to Kafka), and the bound socket is what the server then serves
+  on — ``serve``'s ``--listen`` and every role's ``--metrics-listen`` alike.
 """
 
 from __future__ import annotations
@@ -62,12 +63,16 @@ def data_dir(command: str, path: Path) -> Path:
     return path
 
 
-def listening_socket(command: str, host: str, port: int) -> socket.socket:
-    """Bind ``host:port`` now (``:0`` picks a free port); a busy port exits 2."""
+def listening_socket(
+    command: str, host: str, port: int, *, flag: str = "--listen", env: str = "SESSIONQ_LISTEN"
+) -> socket.socket:
+    """Bind ``host:port`` now (``:0`` picks a free port); a busy port exits 2, in one line
+    naming the address, ``flag`` and its environment variable ``env``."""
+    where = f"{flag} {host}:{port}"
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
-        fail(command, f"--listen {host}:{port}: cannot resolve {host!r} ({exc.strerror})")
+        fail(command, f"{where}: cannot resolve {host!r} ({exc.strerror})")
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -79,9 +84,24 @@ def listening_socket(command: str, host: str, port: int) -> socket.socket:
         if exc.errno == errno.EADDRINUSE:
             fail(
                 command,
-                f"--listen {host}:{port}: the address is already in use (another server on"
-                " that port? pick another with --listen HOST:PORT, or port 0 for a free one)",
+                f"{where}: the address is already in use (another server on that port? pick"
+                f" another with {flag} HOST:PORT or {env}, or port 0 for a free one)",
             )
-        fail(command, f"--listen {host}:{port}: cannot listen there ({exc.strerror or exc})")
+        fail(command, f"{where}: cannot listen there ({exc.strerror or exc})")
     sock.setblocking(False)
     return sock
+
+
+def metrics_socket(command: str, listen: str) -> socket.socket | None:
+    """A long-running role's ``--metrics-listen`` socket (``/metrics``, ``/healthz``,
+    ``/readyz``), bound now; None when the setting is empty (no endpoints)."""
+    from worker.http.ops import parse_listen
+
+    if not listen:
+        return None
+    try:
+        host, port = parse_listen(listen)
+    except ValueError as exc:
+        fail(command, f"--metrics-listen / SESSIONQ_METRICS_LISTEN: {exc}")
+    flag, env = "--metrics-listen", "SESSIONQ_METRICS_LISTEN"
+    return listening_socket(command, host, port, flag=flag, env=env)

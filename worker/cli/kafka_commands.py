@@ -41,8 +41,10 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 def cmd_indexer(args: argparse.Namespace) -> int:
     from indexer.sources.kafka import Indexer
+    from worker.cli import door
 
     settings = settings_from(IndexerSettings, args)
+    ops = door.metrics_socket(args.command, settings.metrics_listen)
     setup_logging(settings)
 
     async def main() -> None:
@@ -50,9 +52,7 @@ def cmd_indexer(args: argparse.Namespace) -> int:
         indexer = Indexer(settings, metrics=metrics)
         await indexer.start()
         on_terminate(indexer.stop)
-        runner = await serve_ops(
-            settings.metrics_listen, metrics, indexer.caught_up, indexer.readiness_notes
-        )
+        runner = await serve_ops(ops, metrics, indexer.caught_up, indexer.readiness_notes)
         try:
             await indexer.run()
         finally:
@@ -66,18 +66,18 @@ def cmd_indexer(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from indexer.query.service import StoreQueryService
+    from worker.cli import door
     from worker.kafka.worker import Worker
 
     settings = settings_from(WorkerSettings, args)
+    ops = door.metrics_socket(args.command, settings.metrics_listen)
     setup_logging(settings)
 
     async def main() -> None:
         service = StoreQueryService(settings.data)
         metrics = Metrics("worker")
         worker = Worker(settings, service, metrics=metrics)
-        runner = await serve_ops(
-            settings.metrics_listen, metrics, worker.ready, worker.readiness_notes
-        )
+        runner = await serve_ops(ops, metrics, worker.ready, worker.readiness_notes)
         if settings.wait_for_index:
             await wait_for_index(settings.data)
         await worker.start()

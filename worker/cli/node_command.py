@@ -11,18 +11,20 @@ from worker.cli.options import settings_from
 
 def cmd_node(args: argparse.Namespace) -> int:
     from indexer.metrics import Metrics
+    from worker.cli import door
     from worker.cli.runtime import on_terminate, run_loop, serve_ops, setup_logging
     from worker.kafka.node import Node, NodeConfigError
     from worker.settings_node import NodeSettings
 
     settings = settings_from(NodeSettings, args)
+    ops = door.metrics_socket(args.command, settings.metrics_listen)
     setup_logging(settings)
 
     async def main() -> None:
         metrics = Metrics("node")
         node = Node(settings, metrics=metrics)
         on_terminate(node.stop)
-        runner = await serve_ops(settings.metrics_listen, metrics, node.ready, node.readiness_notes)
+        runner = await serve_ops(ops, metrics, node.ready, node.readiness_notes)
         try:
             try:
                 await node.start()

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -17,7 +18,7 @@ from aiohttp import web
 from indexer.metrics import Metrics
 from indexer.settings import ServiceSettings
 from worker.cli.logs import configure_logging
-from worker.http.ops import Readiness, ops_routes, start_server
+from worker.http.ops import Readiness, ops_routes, serve_on
 
 
 def setup_logging(settings: ServiceSettings) -> None:
@@ -28,18 +29,21 @@ def setup_logging(settings: ServiceSettings) -> None:
 
 
 async def serve_ops(
-    listen: str,
+    sock: socket.socket | None,
     metrics: Metrics,
     ready: Readiness,
     notes: Callable[[], dict[str, str]] | None = None,
 ) -> web.AppRunner | None:
-    """Start ``/metrics``, ``/healthz``, ``/readyz`` when a listen address is configured."""
-    if not listen:
+    """Start ``/metrics``, ``/healthz``, ``/readyz`` on the role's ``--metrics-listen``
+    socket, bound at the door (``worker.cli.door.metrics_socket``; None: disabled)."""
+    if sock is None:
         return None
     app = web.Application()
     app.add_routes(ops_routes(metrics, ready, notes))
-    runner, port = await start_server(app, listen)
-    print(f"metrics on {listen.rpartition(':')[0]}:{port}", file=sys.stderr)
+    runner = await serve_on(app, sock)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"metrics on {shown}:{port}", file=sys.stderr)
     return runner
 
 

@@ -89,17 +89,3 @@ class _DoorSite(web.SockSite):
     async def stop(self) -> None:
         await super().stop()
         await self._door.close(SHUTDOWN_S)
-
-
-async def start_server(app: web.Application, listen: str) -> tuple[web.AppRunner, int]:
-    """Start serving ``app``; returns the runner and the bound port (``:0`` picks one)."""
-    host, port = parse_listen(listen)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound = port
-    for address in runner.addresses:
-        bound = int(address[1])
-        break
-    return runner, bound
