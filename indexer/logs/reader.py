@@ -50,6 +50,7 @@ from indexer.model.event import SessionEvent, load_json
 from indexer.model.header import SessionHeader, parse_header
 from indexer.model.records import MAX_NESTING, nesting_exceeds
 from indexer.surface.fold import FoldedLog, FoldStep, SurfaceFold
+from indexer.surface.jstext import to_well_formed
 
 __all__ = [
     "MAX_LOG_NESTING",
@@ -66,8 +67,9 @@ __all__ = [
     "read_pieces",
 ]
 
-PIECE_EVENTS: Final = 20_000
-"""Events in one piece at most (a piece of small events holds a few tens of MB)."""
+PIECE_EVENTS: Final = 10_000
+"""Events in one piece at most: applying a piece holds a few KB per event (its objects,
+plan and index documents), so a piece of one-line messages stays under ~60 MB."""
 PIECE_BYTES: Final = 8 << 20
 """Bytes of lines after which a piece ends (the line that crosses it is its last)."""
 
@@ -111,6 +113,7 @@ class LogRejectedError(LogValidationError):
     """
 
     def __init__(self, path: Path, line: int, rule: str, code: str | None = None) -> None:
+        rule = to_well_formed(rule)  # it may quote a log's text: shown, printed, sent as JSON
         super().__init__(f"{path}:{line}: {rule}", line=line, code=code)
         self.path = path
         self.rule = rule

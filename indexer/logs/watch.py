@@ -348,6 +348,14 @@ class LogWatcher:
             if last is not None:
                 yield last
             return
+        except Exception as exc:  # a reader's failure is this log's alone
+            why = f"{path}: cannot read: {type(exc).__name__}: {exc}"
+            if self.rejected.get(str(path)) != why:
+                log.warning("skipping %s", why)
+            self.rejected[str(path)] = why
+            if last is not None:
+                yield last
+            return
         self.rejected.pop(str(path), None)
         tracked.tail = Tail.after(path, pieces, st, resume is not None, read)
         if last is not None:

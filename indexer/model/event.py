@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 SURFACE_ELIGIBLE = frozenset({"user/message", "assistant/message", "tool/result"})
 
 
@@ -31,6 +33,17 @@ def dump_json(obj: Any) -> bytes:
             return text.encode()
         except UnicodeEncodeError:
             return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
+
+
+def json_text(obj: Any) -> str:
+    """Compact JSON text of ``obj`` as JavaScript's ``JSON.stringify`` writes it: a lone
+    UTF-16 surrogate becomes its ``\\udxxx`` escape (a raw one can stand only inside a
+    string of the text), everything else as ``dump_json`` writes it."""
+    try:
+        return orjson.dumps(obj).decode()
+    except TypeError:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def load_json(raw: bytes | str) -> Any:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,6 +90,21 @@ class SessionHeader(BaseModel):
         return self.cwd if self.cwd is not None else f"session:{self.id}"
 
 
+_IDENTIFYING: Final = ("id", "cwd", "parentSession", "agentPreset", "sourceAgent")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def ill_formed_field(header: dict[str, Any]) -> str | None:
+    """Why a header (its JSON object) cannot be stored, when one of its strings holds a
+    lone UTF-16 surrogate: a session is keyed, routed and partitioned by them as UTF-8,
+    which cannot hold one (event text can: docs/host-integration.md, "Strings")."""
+    for key in _IDENTIFYING:
+        value = header.get(key)
+        if isinstance(value, str) and _SURROGATE.search(value):
+            return f"session header {key} holds a lone UTF-16 surrogate (a cut character)"
+    return None
+
+
 def parse_header(obj: Any, *, expected_id: str | None = None) -> SessionHeader:
     """Validate a header object with the exact messages of SPEC §1.1.
 
@@ -147,6 +163,9 @@ def parse_header(obj: Any, *, expected_id: str | None = None) -> SessionHeader:
     agent = obj.get("sourceAgent")
     if "sourceAgent" in obj and (not isinstance(agent, str) or not agent):
         raise LogValidationError("session header sourceAgent must be a non-empty string")
+    fault = ill_formed_field(obj)
+    if fault is not None:
+        raise LogValidationError(fault)
     return SessionHeader(
         version=0,
         id=sid,

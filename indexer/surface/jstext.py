@@ -25,6 +25,7 @@ JS_WHITESPACE_CLASS: Final = (
 """A ``re`` character class matching one ``WS`` character (use it where JS wrote ``\\s``)."""
 
 _WS_RUN: Final = re.compile(JS_WHITESPACE_CLASS + "+")
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def js_trim(s: str) -> str:
@@ -47,3 +48,11 @@ def js_split(s: str) -> list[str]:
     if not trimmed:
         return []
     return _WS_RUN.split(trimmed)
+
+
+def to_well_formed(s: str) -> str:
+    """``s`` with each lone UTF-16 surrogate replaced by U+FFFD (JavaScript's
+    ``String.prototype.toWellFormed``): what a transport that carries text, not JSON,
+    sends (a terminal, an MCP text block). Python holds a surrogate pair as one
+    character, so every surrogate left in a ``str`` is a lone one."""
+    return _LONE_SURROGATE.sub("\ufffd", s) if _LONE_SURROGATE.search(s) else s

@@ -18,15 +18,16 @@ log-only ``claude-code/<type>`` event. A line that is not a JSON object with a s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
-from indexer.errors import LogValidationError
+from indexer.logs.files import open_regular
+from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
 from indexer.logs.importers.common import (
     CLAUDE_CODE,
-    EventBuilder,
     assistant_message,
     child_session_id,
     iso_ms,
@@ -35,15 +36,16 @@ from indexer.logs.importers.common import (
     tool_result_message,
     user_message,
 )
-from indexer.logs.reader import LogRejectedError, SessionLog
+from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, SessionLog
 from indexer.model.header import SessionHeader
 
-__all__ = ["CLAUDE_RECORD_TYPES", "read_claude_code", "subagent_of"]
+__all__ = ["CLAUDE_RECORD_TYPES", "claude_code_pieces", "read_claude_code", "subagent_of"]
 
 CLAUDE_RECORD_TYPES: Final = frozenset(
     {"user", "assistant", "summary", "system", "file-history-snapshot", "queue-operation"}
 )
 _SIDE_RECORDS: Final = frozenset({"summary", "file-history-snapshot"})
+_META_BYTES: Final = 1 << 16
 _IMPORT_KEYS: Final = ("uuid", "parentUuid", "isSidechain", "agentId", "isMeta", "requestId")
 
 
@@ -165,7 +167,8 @@ def _subagent_meta(path: Path) -> dict[str, Any]:
     """The ``agent-<id>.meta.json`` sidecar (``agentType``, ``spawnDepth``), if any."""
     meta = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
     try:
-        obj = orjson.loads(meta.read_bytes())
+        with open_regular(meta) as f:
+            obj = orjson.loads(f.read(_META_BYTES))
     except (OSError, orjson.JSONDecodeError):
         return {}
     return obj if isinstance(obj, dict) else {}
@@ -178,60 +181,81 @@ def _parent_from_layout(path: Path) -> str | None:
     return None
 
 
-def read_claude_code(path: Path | str) -> SessionLog:
-    """Read one Claude Code transcript (main session or subagent) into a session log.
+class _Transcript:
+    """The :class:`~indexer.logs.importers.builder.Importer` of one transcript: each
+    record mapped in file order, the header from the first record giving each field."""
 
-    Raises :class:`LogRejectedError` (``<path>:<line>: <why>``) for a line that is not a
-    JSON object with a string ``type`` (a torn last line included: the watcher reads the
-    file again when it grows), and for a file without a ``sessionId`` or a timestamp.
-    """
-    path = Path(path)
-    b = EventBuilder(path)
-    session_id: str | None = None
-    agent_id = subagent_of(path)
-    sidechain: bool | None = None  # the first conversation record's isSidechain
-    cwd: str | None = None
-    created: int | None = None
-    kinds: set[str] = set()
-    try:
-        for record, rtype in b.records():
-            line_no = b.line
-            if session_id is None and isinstance(record.get("sessionId"), str):
-                session_id = record["sessionId"]
-            if cwd is None and isinstance(record.get("cwd"), str):
-                cwd = record["cwd"]
-            kinds.add(rtype)
-            if sidechain is None and rtype in ("user", "assistant"):
-                sidechain = record.get("isSidechain") is True
-                if sidechain and agent_id is None and isinstance(record.get("agentId"), str):
-                    agent_id = record["agentId"] or None
-            time = iso_ms(record.get("timestamp"))
-            if created is None and time is not None:
-                created = time
-            if rtype == "user":
-                _map_user(b, record, time, line_no)
-            elif rtype == "assistant":
-                _map_assistant(b, record, time, line_no)
-            elif rtype == "summary":
-                _map_summary(b, record, line_no)
-            else:
-                b.add(f"{CLAUDE_CODE}/{rtype}", time, record)
-    except LogRejectedError:
-        raise
-    except LogValidationError as exc:  # a line too long, a torn zstd frame
-        raise b.reject(exc.message, exc.line) from exc
-    if session_id is None:
-        session_id = _parent_from_layout(path) if agent_id is not None else None
-    if session_id is None and kinds and kinds <= _SIDE_RECORDS:
-        # Claude Code leaves files of resume summaries / file snapshots beside sessions.
-        listed = ", ".join(sorted(kinds))
-        raise b.reject(f"no conversation: only {listed} records, none carries a sessionId", 1)
-    if session_id is None:
-        raise b.reject("no record carries a sessionId", 1)
-    if created is None:
-        raise b.reject("no record carries a timestamp", 1)
-    header = _header(path, session_id, agent_id, cwd, created)
-    return b.finish(header)
+    def __init__(self, b: EventBuilder) -> None:
+        self.b = b
+        self.session_id: str | None = None
+        self.agent_id = subagent_of(b.path)
+        self.sidechain: bool | None = None  # the first conversation record's isSidechain
+        self.cwd: str | None = None
+        self.created: int | None = None
+        self.kinds: set[str] = set()
+
+    def units(self) -> Iterator[tuple[dict[str, Any], str]]:
+        return self.b.records()
+
+    def map(self, unit: tuple[dict[str, Any], str]) -> None:
+        b = self.b
+        record, rtype = unit
+        line_no = b.line
+        if self.session_id is None and isinstance(record.get("sessionId"), str):
+            self.session_id = record["sessionId"]
+        if self.cwd is None and isinstance(record.get("cwd"), str):
+            self.cwd = record["cwd"]
+        self.kinds.add(rtype)
+        if self.sidechain is None and rtype in ("user", "assistant"):
+            self.sidechain = record.get("isSidechain") is True
+            agent = record.get("agentId")
+            if self.sidechain and self.agent_id is None and isinstance(agent, str):
+                self.agent_id = agent or None
+        time = iso_ms(record.get("timestamp"))
+        if self.created is None and time is not None:
+            self.created = time
+        if rtype == "user":
+            _map_user(b, record, time, line_no)
+        elif rtype == "assistant":
+            _map_assistant(b, record, time, line_no)
+        elif rtype == "summary":
+            _map_summary(b, record, line_no)
+        else:
+            b.add(f"{CLAUDE_CODE}/{rtype}", time, record)
+
+    def settled(self) -> SessionHeader | None:
+        known = (self.session_id, self.cwd, self.created, self.sidechain)
+        return None if None in known else self.header()
+
+    def header(self) -> SessionHeader:
+        b, session_id = self.b, self.session_id
+        if session_id is None and self.agent_id is not None:
+            session_id = _parent_from_layout(b.path)
+        if session_id is None and self.kinds and self.kinds <= _SIDE_RECORDS:
+            # Claude Code leaves files of resume summaries / file snapshots beside sessions.
+            listed = ", ".join(sorted(self.kinds))
+            raise b.reject(f"no conversation: only {listed} records, none carries a sessionId", 1)
+        if session_id is None:
+            raise b.reject("no record carries a sessionId", 1)
+        if self.created is None:
+            raise b.reject("no record carries a timestamp", 1)
+        return _header(b.path, session_id, self.agent_id, self.cwd, self.created)
+
+
+def claude_code_pieces(
+    path: Path | str, *, max_events: int | None = PIECE_EVENTS, max_bytes: int = PIECE_BYTES
+) -> Iterator[SessionLog]:
+    """One Claude Code transcript (main session or subagent) in pieces
+    (``indexer.logs.importers.builder``). Raises :class:`LogRejectedError`
+    (``<path>:<line>: <why>``) for a line that is not a JSON object with a string
+    ``type`` (a torn last line included: the watcher reads the file again when it
+    grows), and for a file without a ``sessionId`` or a timestamp."""
+    return import_pieces(Path(path), _Transcript, max_events=max_events, max_bytes=max_bytes)
+
+
+def read_claude_code(path: Path | str) -> SessionLog:
+    """One Claude Code transcript as one piece (:func:`claude_code_pieces`)."""
+    return import_whole(Path(path), _Transcript)
 
 
 def _header(

@@ -22,14 +22,14 @@ log-only ``codex/<type>`` event. A line that is not a JSON object with a string
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from indexer.errors import LogValidationError
+from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
 from indexer.logs.importers.codex_review import review_parent
 from indexer.logs.importers.common import (
     CODEX,
-    EventBuilder,
     assistant_message,
     iso_ms,
     text_block,
@@ -37,10 +37,10 @@ from indexer.logs.importers.common import (
     tool_result_message,
     user_message,
 )
-from indexer.logs.reader import LogRejectedError, SessionLog
+from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, SessionLog
 from indexer.model.header import SessionHeader
 
-__all__ = ["read_codex"]
+__all__ = ["codex_pieces", "read_codex"]
 
 _TEXT_ITEMS: Final = frozenset({"input_text", "output_text", "text"})
 _CALLS: Final = frozenset(
@@ -202,70 +202,90 @@ def _is_review(meta: dict[str, Any]) -> bool:
     return isinstance(source, dict) and source.get("subagent") == "review"
 
 
+class _Codex:
+    """The :class:`~indexer.logs.importers.builder.Importer` of one rollout: the header
+    from its first ``session_meta``."""
+
+    def __init__(self, b: EventBuilder) -> None:
+        self.b = b
+        self.rollout = _Rollout(b)
+        self.meta: dict[str, Any] | None = None
+        self.meta_time: int | None = None
+        self.first_time: int | None = None
+
+    def units(self) -> Iterator[tuple[dict[str, Any], str]]:
+        return self.b.records()
+
+    def map(self, unit: tuple[dict[str, Any], str]) -> None:
+        b, rollout = self.b, self.rollout
+        record, rtype = unit
+        line_no = b.line
+        time = iso_ms(record.get("timestamp"))
+        if self.first_time is None and time is not None:
+            self.first_time = time
+        payload = record.get("payload")
+        if rtype == "session_meta" and self.meta is None and isinstance(payload, dict):
+            self.meta = payload
+            self.meta_time = iso_ms(payload.get("timestamp"))
+            if self.meta_time is None:
+                self.meta_time = time
+            if isinstance(payload.get("model_provider"), str) and payload["model_provider"]:
+                rollout.provider = payload["model_provider"]
+        elif rtype == "turn_context" and isinstance(payload, dict):
+            rollout.model = payload.get("model", rollout.model)
+        if rtype == "response_item":
+            rollout.item(record, time, line_no)
+        elif rtype == "event_msg":
+            rollout.event(record, time, line_no)
+        elif rtype == "compacted" and isinstance(payload, dict):
+            summary = payload.get("message")
+            content = [text_block(summary if isinstance(summary, str) else "")]
+            data = {
+                **user_message(content, None, f"line-{line_no}"),
+                "compactSummary": True,
+                "import": {"agent": CODEX, "line": line_no, "record": "compacted"},
+            }
+            b.add("user/message", time, data)
+        else:
+            b.add(f"{CODEX}/{rtype}", time, record)
+
+    def settled(self) -> SessionHeader | None:
+        known = self.meta is not None and (self.meta_time or self.first_time) is not None
+        return self.header() if known else None
+
+    def header(self) -> SessionHeader:
+        b, meta = self.b, self.meta
+        sid = meta.get("id") if meta is not None else None
+        if meta is None or not isinstance(sid, str) or not sid:
+            raise b.reject("no session_meta line carries an id", 1)
+        created = self.meta_time if self.meta_time is not None else self.first_time
+        if created is None:
+            raise b.reject("no line carries a timestamp", 1)
+        cwd = meta.get("cwd")
+        parent, depth = _parent(meta)
+        if parent is None and _is_review(meta):
+            parent = review_parent(b.path, sid, cwd, created)
+            depth = 1 if parent is not None else None
+        return SessionHeader(
+            id=sid,
+            createdAt=max(created, 0),
+            cwd=cwd if isinstance(cwd, str) and cwd.startswith("/") else None,
+            parentSession=parent,
+            origin="subagent" if parent is not None else None,
+            delegationDepth=depth,
+            sourceAgent=CODEX,
+        )
+
+
+def codex_pieces(
+    path: Path | str, *, max_events: int | None = PIECE_EVENTS, max_bytes: int = PIECE_BYTES
+) -> Iterator[SessionLog]:
+    """One Codex rollout in pieces (``indexer.logs.importers.builder``); raises
+    :class:`LogRejectedError` (``<path>:<line>: <why>``) for a broken line and for a
+    rollout without a ``session_meta`` id."""
+    return import_pieces(Path(path), _Codex, max_events=max_events, max_bytes=max_bytes)
+
+
 def read_codex(path: Path | str) -> SessionLog:
-    """Read one Codex rollout into a session log; raises :class:`LogRejectedError`
-    (``<path>:<line>: <why>``) for a broken line and for a rollout without a
-    ``session_meta`` id."""
-    path = Path(path)
-    b = EventBuilder(path)
-    rollout = _Rollout(b)
-    meta: dict[str, Any] | None = None
-    meta_time: int | None = None
-    first_time: int | None = None
-    try:
-        for record, rtype in b.records():
-            line_no = b.line
-            time = iso_ms(record.get("timestamp"))
-            if first_time is None and time is not None:
-                first_time = time
-            payload = record.get("payload")
-            if rtype == "session_meta" and meta is None and isinstance(payload, dict):
-                meta = payload
-                meta_time = iso_ms(payload.get("timestamp"))
-                if meta_time is None:
-                    meta_time = time
-                if isinstance(payload.get("model_provider"), str) and payload["model_provider"]:
-                    rollout.provider = payload["model_provider"]
-            elif rtype == "turn_context" and isinstance(payload, dict):
-                rollout.model = payload.get("model", rollout.model)
-            if rtype == "response_item":
-                rollout.item(record, time, line_no)
-            elif rtype == "event_msg":
-                rollout.event(record, time, line_no)
-            elif rtype == "compacted" and isinstance(payload, dict):
-                summary = payload.get("message")
-                content = [text_block(summary if isinstance(summary, str) else "")]
-                data = {
-                    **user_message(content, None, f"line-{line_no}"),
-                    "compactSummary": True,
-                    "import": {"agent": CODEX, "line": line_no, "record": "compacted"},
-                }
-                b.add("user/message", time, data)
-            else:
-                b.add(f"{CODEX}/{rtype}", time, record)
-    except LogRejectedError:
-        raise
-    except LogValidationError as exc:
-        raise b.reject(exc.message, exc.line) from exc
-    sid = meta.get("id") if meta is not None else None
-    if not isinstance(sid, str) or not sid:
-        raise b.reject("no session_meta line carries an id", 1)
-    assert meta is not None
-    created = meta_time if meta_time is not None else first_time
-    if created is None:
-        raise b.reject("no line carries a timestamp", 1)
-    cwd = meta.get("cwd")
-    parent, depth = _parent(meta)
-    if parent is None and _is_review(meta):
-        parent = review_parent(path, sid, cwd, created)
-        depth = 1 if parent is not None else None
-    header = SessionHeader(
-        id=sid,
-        createdAt=max(created, 0),
-        cwd=cwd if isinstance(cwd, str) and cwd.startswith("/") else None,
-        parentSession=parent,
-        origin="subagent" if parent is not None else None,
-        delegationDepth=depth,
-        sourceAgent=CODEX,
-    )
-    return b.finish(header)
+    """One Codex rollout as one piece (:func:`codex_pieces`)."""
+    return import_whole(Path(path), _Codex)

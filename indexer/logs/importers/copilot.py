@@ -17,14 +17,14 @@ types) → log-only ``copilot-cli/<type>``, verbatim.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from indexer.errors import LogValidationError
 from indexer.logs.files import open_regular
+from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
 from indexer.logs.importers.common import (
     COPILOT_CLI,
-    EventBuilder,
     assistant_message,
     iso_ms,
     text_block,
@@ -32,10 +32,10 @@ from indexer.logs.importers.common import (
     tool_result_message,
     user_message,
 )
-from indexer.logs.reader import LogRejectedError, SessionLog
+from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, SessionLog
 from indexer.model.header import SessionHeader
 
-__all__ = ["COPILOT_EVENT_TYPES", "read_copilot"]
+__all__ = ["COPILOT_EVENT_TYPES", "copilot_pieces", "read_copilot"]
 
 COPILOT_EVENT_TYPES: Final = frozenset(
     {
@@ -137,34 +137,58 @@ class _Events:
             b.add(f"{COPILOT_CLI}/{kind}", time, record)
 
 
+class _Copilot:
+    """The :class:`~indexer.logs.importers.builder.Importer` of one event log: the
+    header from its first ``session.start``."""
+
+    def __init__(self, b: EventBuilder) -> None:
+        self.b = b
+        self.events = _Events(b)
+
+    def units(self) -> Iterator[tuple[dict[str, Any], str]]:
+        return self.b.records()
+
+    def map(self, unit: tuple[dict[str, Any], str]) -> None:
+        self.events.map(*unit)
+
+    def _created(self) -> int | None:
+        start = self.events.start or {}
+        return iso_ms(start.get("startTime")) or self.b.first_time
+
+    def settled(self) -> SessionHeader | None:
+        known = self.events.start is not None and self._created() is not None
+        return self.header() if known else None
+
+    def header(self) -> SessionHeader:
+        b, path = self.b, self.b.path
+        start = self.events.start or {}
+        sid = start.get("sessionId")
+        if not isinstance(sid, str) or not sid:
+            raise b.reject("no session.start event carries a sessionId", 1)
+        created = self._created()
+        if created is None:
+            raise b.reject("no event carries a timestamp", 1)
+        context = start.get("context")
+        cwd = context.get("cwd") if isinstance(context, dict) else None
+        if not isinstance(cwd, str) and path.name == "events.jsonl":
+            cwd = _workspace_cwd(path)
+        return SessionHeader(
+            id=sid,
+            createdAt=max(created, 0),
+            cwd=cwd if isinstance(cwd, str) and cwd.startswith("/") else None,
+            sourceAgent=COPILOT_CLI,
+        )
+
+
+def copilot_pieces(
+    path: Path | str, *, max_events: int | None = PIECE_EVENTS, max_bytes: int = PIECE_BYTES
+) -> Iterator[SessionLog]:
+    """One Copilot CLI event log in pieces (``indexer.logs.importers.builder``); raises
+    :class:`LogRejectedError` for a broken line and for a log without a
+    ``session.start`` session id."""
+    return import_pieces(Path(path), _Copilot, max_events=max_events, max_bytes=max_bytes)
+
+
 def read_copilot(path: Path | str) -> SessionLog:
-    """Read one Copilot CLI event log; raises :class:`LogRejectedError` for a broken
-    line and for a log without a ``session.start`` session id."""
-    path = Path(path)
-    b = EventBuilder(path)
-    events = _Events(b)
-    try:
-        for record, kind in b.records():
-            events.map(record, kind)
-    except LogRejectedError:
-        raise
-    except LogValidationError as exc:
-        raise b.reject(exc.message, exc.line) from exc
-    start = events.start or {}
-    sid = start.get("sessionId")
-    if not isinstance(sid, str) or not sid:
-        raise b.reject("no session.start event carries a sessionId", 1)
-    created = iso_ms(start.get("startTime")) or b.first_time()
-    if created is None:
-        raise b.reject("no event carries a timestamp", 1)
-    context = start.get("context")
-    cwd = context.get("cwd") if isinstance(context, dict) else None
-    if not isinstance(cwd, str) and path.name == "events.jsonl":
-        cwd = _workspace_cwd(path)
-    header = SessionHeader(
-        id=sid,
-        createdAt=max(created, 0),
-        cwd=cwd if isinstance(cwd, str) and cwd.startswith("/") else None,
-        sourceAgent=COPILOT_CLI,
-    )
-    return b.finish(header)
+    """One Copilot CLI event log as one piece (:func:`copilot_pieces`)."""
+    return import_whole(Path(path), _Copilot)

@@ -22,11 +22,16 @@ from typing import Final
 from indexer.errors import LogValidationError
 from indexer.formats import FORMATS, LogFormat
 from indexer.logs.files import Skipped, classify, open_regular, real_key
-from indexer.logs.importers.claude_code import CLAUDE_RECORD_TYPES, read_claude_code, subagent_of
-from indexer.logs.importers.codex import read_codex
-from indexer.logs.importers.copilot import COPILOT_EVENT_TYPES, read_copilot
-from indexer.logs.importers.gemini import is_gemini_document, read_gemini
-from indexer.logs.importers.opencode import is_opencode_session, read_opencode
+from indexer.logs.importers.claude_code import (
+    CLAUDE_RECORD_TYPES,
+    claude_code_pieces,
+    subagent_of,
+)
+from indexer.logs.importers.codex import codex_pieces
+from indexer.logs.importers.copilot import COPILOT_EVENT_TYPES, copilot_pieces
+from indexer.logs.importers.documents import members
+from indexer.logs.importers.gemini import gemini_pieces, is_gemini_document
+from indexer.logs.importers.opencode import is_opencode_session, opencode_pieces
 from indexer.logs.importers.trees import TreeFormat, tree_files, tree_format
 from indexer.logs.jsonl import ZSTD_MAGIC
 from indexer.logs.reader import (
@@ -54,7 +59,6 @@ __all__ = [
 ]
 
 _PEEK_BYTES: Final = 1 << 16
-_SNIFF_BYTES: Final = 64 << 20  # a whole JSON document read to recognise it
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +100,11 @@ def _first_record(path: Path) -> object:
         return parse_line(line) if line.strip() else None
     except LogValidationError:
         pass
-    if head.lstrip()[:1] not in (b"{", b"["):
+    if head.lstrip()[:1] != b"{":
         return None
-    whole = _head(path, _SNIFF_BYTES)
-    try:
-        return parse_line(whole) if whole else None
-    except LogValidationError:
+    try:  # a pretty-printed document: its members up to a chat's messages, streamed
+        return members(path, "messages", stop=True)
+    except (LogValidationError, OSError):
         return None
 
 
@@ -109,6 +112,8 @@ def _by_content(obj: object) -> LogFormat | None:
     if not isinstance(obj, dict):
         return None
     kind = obj.get("type")
+    if not isinstance(kind, str | None):
+        return None
     if kind == "session":
         return "dsh"
     if kind == "session_meta" or ("payload" in obj and "timestamp" in obj):
@@ -127,10 +132,15 @@ def _by_content(obj: object) -> LogFormat | None:
 
 
 def detect_file(path: Path) -> LogFormat:
-    """The format of one file from its first record (or whole document); unknown
+    """The format of one file from its first record (or a document's head); unknown
     content falls back to the file's name and place, then to dsh (whose reader then
     reports what is wrong)."""
-    found = _by_content(_first_record(path))
+    try:
+        found = _by_content(_first_record(path))
+    except (OSError, MemoryError):
+        raise
+    except Exception:  # content no rule expects: the name decides, the reader reports
+        found = None
     if found is not None:
         return found
     name, parts = path.name, path.parts
@@ -254,19 +264,27 @@ def discover_sources(
     return discover_report(paths, format).sources
 
 
-def _read(source: LogSource) -> SessionLog:
+def _pieces(source: LogSource, max_events: int | None) -> Iterator[SessionLog]:
+    """The pieces of another agent's log (``indexer.logs.importers.builder``)."""
     fmt, path = source.format, source.path
     if fmt == "claude-code":
-        return read_claude_code(path)
+        return claude_code_pieces(path, max_events=max_events)
     if fmt == "codex":
-        return read_codex(path)
+        return codex_pieces(path, max_events=max_events)
     if fmt == "gemini":
-        return read_gemini(path, source.known_paths)
+        return gemini_pieces(path, source.known_paths, max_events=max_events)
     if fmt == "opencode":
-        return read_opencode(path)
+        return opencode_pieces(path, max_events=max_events)
     if fmt == "copilot":
-        return read_copilot(path)
-    return read_log(path)
+        return copilot_pieces(path, max_events=max_events)
+    raise AssertionError(f"no importer reads {fmt}")
+
+
+def _read(source: LogSource) -> SessionLog:
+    if source.format == "dsh":
+        return read_log(source.path)
+    (log,) = _pieces(source, None)
+    return log
 
 
 def read_source(source: LogSource | Path) -> SessionLog:
@@ -295,7 +313,7 @@ def read_source_pieces(
     if isinstance(source, Path):
         source = LogSource(source, "dsh")
     if source.format != "dsh":
-        yield _read(source)
+        yield from _pieces(source, max_events)
         return
     if pieces is None:
         pieces = LogPieces(source.path, max_events=max_events)

@@ -42,10 +42,10 @@ import orjson
 
 from indexer.errors import LogValidationError
 from indexer.logs.files import open_regular
+from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
 from indexer.logs.importers.common import (
     GEMINI_CLI,
     QWEN_CODE,
-    EventBuilder,
     assistant_message,
     iso_ms,
     text_block,
@@ -53,14 +53,15 @@ from indexer.logs.importers.common import (
     tool_result_message,
     user_message,
 )
-from indexer.logs.jsonl import iter_lines
-from indexer.logs.reader import LogRejectedError, SessionLog, parse_line
+from indexer.logs.importers.documents import Document, open_document
+from indexer.logs.jsonl import MAX_DECOMPRESSED_BYTES, iter_lines
+from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, SessionLog
 from indexer.model.header import SessionHeader
 
-__all__ = ["is_gemini_document", "project_hash", "read_gemini"]
+__all__ = ["gemini_pieces", "is_gemini_document", "project_hash", "read_gemini"]
 
-MAX_DOCUMENT_BYTES: Final = 256 << 20
-"""The largest ``.json`` chat document read whole (one session's messages)."""
+MAX_DOCUMENT_BYTES: Final = MAX_DECOMPRESSED_BYTES
+"""The largest ``.json`` chat document read (streamed: its size is not what is held)."""
 
 
 def project_hash(path: str) -> str:
@@ -209,26 +210,6 @@ class _Chat:
             self.b.add(f"{self.agent}/record", None, record)
 
 
-def _lines(b: EventBuilder) -> Iterator[Any]:
-    for line_no, raw in iter_lines(b.path):
-        b.line = line_no
-        try:
-            yield parse_line(raw)
-        except LogValidationError as exc:
-            raise b.reject(exc.message) from exc
-
-
-def _document(path: Path) -> Any:
-    with open_regular(path) as f:
-        data = f.read(MAX_DOCUMENT_BYTES + 1)
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise LogRejectedError(path, 1, f"chat document larger than {MAX_DOCUMENT_BYTES} bytes")
-    try:
-        return parse_line(data)
-    except LogValidationError as exc:
-        raise LogRejectedError(path, 1, exc.message) from exc
-
-
 def _project_dir(path: Path) -> Path | None:
     for parent in path.parents:
         if parent.name == "chats":
@@ -269,47 +250,106 @@ def _cwd(path: Path, meta: dict[str, Any], known: Iterable[str], agent: str) -> 
     return f"/{'qwen' if agent == QWEN_CODE else 'gemini'}-project/{wanted}"
 
 
-def read_gemini(path: Path | str, known_paths: Iterable[str] = ()) -> SessionLog:
-    """Read one Gemini CLI / Qwen Code chat (``.json`` document or ``.jsonl`` records);
-    raises :class:`LogRejectedError` for a broken line, a document that is not a
-    chat, or one without a ``sessionId`` or any timestamp."""
-    path = Path(path)
-    b = EventBuilder(path)
-    agent = QWEN_CODE if ".qwen" in path.parts else GEMINI_CLI
-    chat = _Chat(b, agent)
-    if path.name.endswith(".jsonl"):
+class _Gemini:
+    """The :class:`~indexer.logs.importers.builder.Importer` of one chat: a ``.jsonl``
+    file's lines, or a ``.json`` document's messages then its summary (its other members
+    read first, streamed: ``indexer.logs.importers.documents``)."""
+
+    def __init__(self, b: EventBuilder, known_paths: tuple[str, ...]) -> None:
+        self.b = b
+        self.known = known_paths
+        self.agent = QWEN_CODE if ".qwen" in b.path.parts else GEMINI_CLI
+        self.chat = _Chat(b, self.agent)
+        self.document = None if b.path.name.endswith(".jsonl") else self._open()
+
+    def _open(self) -> Document:
+        size = self.b.path.stat().st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise self.b.reject(f"chat document larger than {MAX_DOCUMENT_BYTES} bytes", 1)
         try:
-            for record in _lines(b):
-                chat.record(record)
-        except LogRejectedError:
-            raise
+            document = open_document(self.b.path, "messages")
         except LogValidationError as exc:
-            raise b.reject(exc.message, exc.line) from exc
-    else:
-        doc = _document(path)
-        if not is_gemini_document(doc):
-            raise b.reject("not a Gemini CLI chat: no sessionId and messages", 1)
+            raise self.b.reject(exc.message, 1) from exc
+        if not is_gemini_document(document.members):
+            raise self.b.reject("not a Gemini CLI chat: no sessionId and messages", 1)
+        self.chat.meta.update({k: v for k, v in document.members.items() if k != "messages"})
+        return document
+
+    def units(self) -> Iterator[Any]:
+        b = self.b
+        if self.document is None:
+            for line_no, raw in iter_lines(b.path):
+                b.line = line_no
+                b.consumed(len(raw))
+                yield b.parse(raw)
+            return
         b.line = 1
-        chat.meta.update({k: v for k, v in doc.items() if k != "messages"})
-        for message in doc.get("messages") or []:
-            if isinstance(message, dict) and isinstance(message.get("id"), str):
-                chat.message(message)
-        chat.title(doc.get("summary"), "summary")
-    meta = chat.meta
-    sid = meta.get("sessionId")
-    if not isinstance(sid, str) or not sid:
-        raise b.reject("no record carries a sessionId", 1)
-    created = iso_ms(meta.get("startTime")) or b.first_time()
-    if created is None:
-        raise b.reject("no record carries a timestamp", 1)
-    subagent = meta.get("kind") == "subagent" and path.parent.name != "chats"
-    header = SessionHeader(
-        id=sid,
-        createdAt=max(created, 0),
-        cwd=_cwd(path, meta, known_paths, agent),
-        parentSession=path.parent.name if subagent else None,
-        origin="subagent" if subagent else None,
-        delegationDepth=1 if subagent else None,
-        sourceAgent=agent,
+        read = 0
+        for message, at in self.document.items():
+            b.consumed(at - read)
+            read = at
+            yield message
+        yield _SUMMARY
+
+    def map(self, unit: Any) -> None:
+        chat = self.chat
+        if self.document is None:
+            chat.record(unit)
+        elif unit is _SUMMARY:
+            chat.title(self.document.members.get("summary"), "summary")
+        elif isinstance(unit, dict) and isinstance(unit.get("id"), str):
+            chat.message(unit)
+
+    def settled(self) -> SessionHeader | None:
+        meta = self.chat.meta
+        known = self.document is not None or ("kind" in meta and "projectHash" in meta)
+        return self.header() if known and self._created() is not None else None
+
+    def _created(self) -> int | None:
+        return iso_ms(self.chat.meta.get("startTime")) or self.b.first_time
+
+    def header(self) -> SessionHeader:
+        b, meta, path = self.b, self.chat.meta, self.b.path
+        sid = meta.get("sessionId")
+        if not isinstance(sid, str) or not sid:
+            raise b.reject("no record carries a sessionId", 1)
+        created = self._created()
+        if created is None:
+            raise b.reject("no record carries a timestamp", 1)
+        subagent = meta.get("kind") == "subagent" and path.parent.name != "chats"
+        return SessionHeader(
+            id=sid,
+            createdAt=max(created, 0),
+            cwd=_cwd(path, meta, self.known, self.agent),
+            parentSession=path.parent.name if subagent else None,
+            origin="subagent" if subagent else None,
+            delegationDepth=1 if subagent else None,
+            sourceAgent=self.agent,
+        )
+
+
+_SUMMARY: Final = object()
+"""The unit after a document's messages: its ``summary`` member."""
+
+
+def gemini_pieces(
+    path: Path | str,
+    known_paths: Iterable[str] = (),
+    *,
+    max_events: int | None = PIECE_EVENTS,
+    max_bytes: int = PIECE_BYTES,
+) -> Iterator[SessionLog]:
+    """One Gemini CLI / Qwen Code chat (``.json`` document or ``.jsonl`` records) in
+    pieces (``indexer.logs.importers.builder``); raises :class:`LogRejectedError` for a
+    broken line, a document that is not a chat, or one without a ``sessionId`` or any
+    timestamp."""
+    known = tuple(known_paths)
+    return import_pieces(
+        Path(path), lambda b: _Gemini(b, known), max_events=max_events, max_bytes=max_bytes
     )
-    return b.finish(header)
+
+
+def read_gemini(path: Path | str, known_paths: Iterable[str] = ()) -> SessionLog:
+    """One chat as one piece (:func:`gemini_pieces`)."""
+    known = tuple(known_paths)
+    return import_whole(Path(path), lambda b: _Gemini(b, known))

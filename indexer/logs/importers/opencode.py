@@ -26,24 +26,26 @@ sessions in an SQLite database (``opencode.db``) are not read.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 from indexer.errors import LogValidationError
 from indexer.logs.files import open_regular
+from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
 from indexer.logs.importers.common import (
     OPENCODE,
-    EventBuilder,
     assistant_message,
+    safe_name,
     text_block,
     tool_call_block,
     tool_result_message,
     user_message,
 )
-from indexer.logs.reader import LogRejectedError, SessionLog, parse_line
+from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, LogRejectedError, SessionLog, parse_line
 from indexer.model.header import SessionHeader, is_safe_int
 
-__all__ = ["is_opencode_session", "read_opencode"]
+__all__ = ["is_opencode_session", "opencode_pieces", "read_opencode"]
 
 MAX_PART_BYTES: Final = 64 << 20
 """The largest message or part document read (a tool's whole output can be in one)."""
@@ -75,18 +77,12 @@ def _load(path: Path, storage: Path) -> Any:
         raise LogRejectedError(path, 1, exc.message) from exc
 
 
-def _documents(directory: Path, storage: Path) -> list[tuple[str, dict[str, Any]]]:
-    """``(file relative to storage, object)`` of every ``*.json`` in ``directory``."""
+def _listed(directory: Path) -> list[Path]:
+    """The ``*.json`` files of ``directory``, by name (none when it cannot be listed)."""
     try:
-        names = sorted(p for p in directory.iterdir() if p.name.endswith(".json"))
+        return sorted(p for p in directory.iterdir() if p.name.endswith(".json"))
     except OSError:
         return []
-    out: list[tuple[str, dict[str, Any]]] = []
-    for path in names:
-        obj = _load(path, storage)
-        if isinstance(obj, dict):
-            out.append((str(path.relative_to(storage)), obj))
-    return out
 
 
 def _created(obj: dict[str, Any]) -> int | None:
@@ -159,42 +155,85 @@ def _assistant(b: EventBuilder, file: str, message: dict[str, Any], parts: list[
         b.add(f"{OPENCODE}/{kind if isinstance(kind, str) else 'part'}", time, part)
 
 
-def read_opencode(path: Path | str) -> SessionLog:
-    """Read one OpenCode session (its session file, messages and parts); raises
-    :class:`LogRejectedError` for a document that is not JSON or a session file
-    without an id or creation time."""
-    path = Path(path)
-    b = EventBuilder(path)
-    b.line = 1
-    storage = path.parent.parent.parent
-    session = _load(path, storage)
-    if not is_opencode_session(session):
-        raise b.reject("not an OpenCode session file: no id, time and projectID", 1)
-    sid = session["id"]
-    messages = _documents(storage / "message" / sid, storage)
-    messages.sort(key=lambda m: (_created(m[1]) or 0, str(m[1].get("id", ""))))
-    for file, message in messages:
-        mid = message.get("id")
-        parts = _documents(storage / "part" / mid, storage) if isinstance(mid, str) else []
+class _Session:
+    """The :class:`~indexer.logs.importers.builder.Importer` of one session: its
+    messages in ``(time.created, id)`` order, each read with its parts when it is
+    mapped (what is held is one message's files, not the session's)."""
+
+    def __init__(self, b: EventBuilder) -> None:
+        self.b = b
+        b.line = 1
+        self.storage = b.path.parent.parent.parent
+        session = _load(b.path, self.storage)
+        if not is_opencode_session(session):
+            raise b.reject("not an OpenCode session file: no id, time and projectID", 1)
+        sid = safe_name(session["id"])
+        if sid is None:
+            raise b.reject("the session id cannot name a directory of the storage", 1)
+        self.session = session
+        self.sid = sid
+
+    def units(self) -> Iterator[tuple[str, dict[str, Any], list[Any]]]:
+        order: list[tuple[int, str, Path]] = []
+        for path in _listed(self.storage / "message" / self.sid):
+            message = _load(path, self.storage)
+            if isinstance(message, dict):
+                order.append((_created(message) or 0, str(message.get("id", "")), path))
+        order.sort(key=lambda o: (o[0], o[1]))
+        for _created_at, _id, path in order:
+            message = _load(path, self.storage)
+            if not isinstance(message, dict):
+                continue
+            self.b.consumed(path.stat().st_size)
+            mid = safe_name(message.get("id"))
+            parts: list[tuple[str, dict[str, Any]]] = []
+            for part_path in _listed(self.storage / "part" / mid) if mid is not None else []:
+                part = _load(part_path, self.storage)
+                if isinstance(part, dict):
+                    self.b.consumed(part_path.stat().st_size)
+                    parts.append((str(part_path.relative_to(self.storage)), part))
+            yield str(path.relative_to(self.storage)), message, parts
+
+    def map(self, unit: tuple[str, dict[str, Any], list[Any]]) -> None:
+        file, message, parts = unit
         if message.get("role") == "user":
-            _user(b, file, message, parts)
+            _user(self.b, file, message, parts)
         elif message.get("role") == "assistant":
-            _assistant(b, file, message, parts)
+            _assistant(self.b, file, message, parts)
         else:
-            b.add(f"{OPENCODE}/message", _created(message), message)
-    created = _created(session)
-    if created is None:
-        raise b.reject("the session file has no time.created", 1)
-    cwd = session.get("directory")
-    parent = session.get("parentID")
-    parent = parent if isinstance(parent, str) and parent else None
-    header = SessionHeader(
-        id=sid,
-        createdAt=max(created, 0),
-        cwd=cwd if isinstance(cwd, str) and cwd.startswith("/") else None,
-        parentSession=parent,
-        origin="subagent" if parent is not None else None,
-        delegationDepth=1 if parent is not None else None,
-        sourceAgent=OPENCODE,
-    )
-    return b.finish(header)
+            self.b.add(f"{OPENCODE}/message", _created(message), message)
+
+    def settled(self) -> SessionHeader | None:
+        return self.header()
+
+    def header(self) -> SessionHeader:
+        session = self.session
+        created = _created(session)
+        if created is None:
+            raise self.b.reject("the session file has no time.created", 1)
+        cwd = session.get("directory")
+        parent = session.get("parentID")
+        parent = parent if isinstance(parent, str) and parent else None
+        return SessionHeader(
+            id=self.sid,
+            createdAt=max(created, 0),
+            cwd=cwd if isinstance(cwd, str) and cwd.startswith("/") else None,
+            parentSession=parent,
+            origin="subagent" if parent is not None else None,
+            delegationDepth=1 if parent is not None else None,
+            sourceAgent=OPENCODE,
+        )
+
+
+def opencode_pieces(
+    path: Path | str, *, max_events: int | None = PIECE_EVENTS, max_bytes: int = PIECE_BYTES
+) -> Iterator[SessionLog]:
+    """One OpenCode session (its session file, messages and parts) in pieces
+    (``indexer.logs.importers.builder``); raises :class:`LogRejectedError` for a
+    document that is not JSON or a session file without an id or creation time."""
+    return import_pieces(Path(path), _Session, max_events=max_events, max_bytes=max_bytes)
+
+
+def read_opencode(path: Path | str) -> SessionLog:
+    """One OpenCode session as one piece (:func:`opencode_pieces`)."""
+    return import_whole(Path(path), _Session)

@@ -50,6 +50,8 @@ from typing import Any, Final, NamedTuple
 import orjson
 import zstandard
 
+from indexer.model.event import dump_json, load_json
+
 BLOCK_BYTES: Final = 32 * 1024
 BLOCK_EVENTS: Final = 1024
 LEVEL: Final = 3
@@ -218,20 +220,20 @@ def encode(events: Sequence[StoredEvent]) -> bytes:
             continue
         _single(entries, bodies, event)
         i += 1
-    return orjson.dumps(entries) + b"\n" + b"".join(bodies)
+    return dump_json(entries) + b"\n" + b"".join(bodies)
 
 
 def append_payload(payload: bytes, more: bytes) -> bytes:
     """One payload holding the events of ``payload`` followed by those of ``more``: the
     stored entries are kept as they are (nothing is re-encoded)."""
     cut, more_cut = payload.index(b"\n"), more.index(b"\n")
-    entries = orjson.loads(payload[:cut]) + orjson.loads(more[:more_cut])
-    return orjson.dumps(entries) + b"\n" + payload[cut + 1 :] + more[more_cut + 1 :]
+    entries = load_json(payload[:cut]) + load_json(more[:more_cut])
+    return dump_json(entries) + b"\n" + payload[cut + 1 :] + more[more_cut + 1 :]
 
 
 def payload_fill(payload: bytes) -> tuple[int, int]:
     """(raw bytes, events) a payload holds, from its first line."""
-    entries = orjson.loads(payload[: payload.index(b"\n")])
+    entries = load_json(payload[: payload.index(b"\n")])
     return sum(e[5] for e in entries), sum(max(1, e[3]) for e in entries)
 
 

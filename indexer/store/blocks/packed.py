@@ -195,7 +195,7 @@ def encode_pieces(pieces: Sequence[_Piece]) -> bytes:
         entries.append([_CHUNK, times[0], flags, len(deltas), len(body), sum(sizes)])
         bodies.append(body)
         i = j
-    return orjson.dumps(entries) + b"\n" + b"".join(bodies)
+    return dump_json(entries) + b"\n" + b"".join(bodies)
 
 
 def _member_event(piece: _Members, k: int) -> StoredEvent:

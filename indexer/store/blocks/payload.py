@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from indexer.model.event import load_json
 from indexer.store.blocks.format import (
     CHUNK_HEAD,
     CHUNK_TAIL,
@@ -85,7 +86,7 @@ class Payload:
     def __init__(self, data: bytes) -> None:
         self.data = data
         cut = data.index(b"\n")
-        self._entries: list[list[Any]] = orjson.loads(data[:cut])
+        self._entries: list[list[Any]] = load_json(data[:cut])
         # each entry's first seq (from the block's first) and body position, in order,
         # indexed as far as reads have needed (the next entry's, from ``_next``)
         self._offsets: list[int] = []
