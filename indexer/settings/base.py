@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from indexer.environment import env_name
 from indexer.failpoints import FailPoints
 from indexer.redact import Redaction, RedactMode
+from indexer.store.bounds import BATCH_BYTES
 
 EVENTS_TOPIC = "sessionq.events"
 REQUESTS_TOPIC = "sessionq.requests"
@@ -161,6 +162,12 @@ class StoreWriterSettings(RedactingSettings):
 
     failpoint: str | None = Field(
         default=None, description="test aid: kill the process at <point>:<n> (crash tests)"
+    )
+    commit_every_bytes: int = Field(
+        default=BATCH_BYTES,
+        ge=1 << 20,
+        description="commit once the open batch holds this many bytes of index work"
+        " (documents' text, queued deletes), whatever its count of records",
     )
 
     @field_validator("failpoint")

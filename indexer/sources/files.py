@@ -5,8 +5,9 @@ A file is read as a stream of bounded pieces (``indexer.logs.reader.LogPieces``:
 log of any size; another agent's log is one piece), each applied through the record
 loop (``indexer.sources.loop``) as soon as it is read — a header and events, as Kafka
 records are — and the batch commits every ``commit_every_events`` events, inside a
-file as between files. What is held at once is a piece and the batch's staged index
-deletes, whatever the files hold.
+file as between files, or sooner when the batch holds the store's bound of bytes
+(``Store.batch_full``). What is held at once is a piece and the batch's index work, up
+to that bound, whatever the files hold.
 
 A log of one piece (``PIECE_EVENTS``, 20,000 events: nearly every log) is one unit of
 work: its events apply together or not at all, so a rejected file leaves nothing
@@ -194,6 +195,9 @@ class _File:
         except BatchAbortedError as exc:
             self._lost(exc)
             return
+        except Exception as exc:  # whatever else reading one file raises is its rejection
+            self._reject(f"{path}: cannot be read: {type(exc).__name__}: {exc}")
+            return
         if not self.grew:
             self.batch.counts.unchanged += 1
 
@@ -216,8 +220,9 @@ class _File:
         return True
 
     def _commit_if_due(self) -> bool:
-        """Commit when the open batch holds ``every`` events; False when it was lost."""
-        if self.batch.counts.events < self.every:
+        """Commit when the open batch holds ``every`` events or the store's bound of
+        bytes (``Store.batch_full``); False when it was lost."""
+        if self.batch.counts.events < self.every and not self.loop.store.batch_full:
             return True
         return _commit(self.loop, self.batch, self.summary)
 

@@ -88,6 +88,7 @@ class Indexer:
             on_purge=self._purged,
             failpoints=settings.failpoints,
             redaction=settings.redaction,
+            batch_bytes=settings.commit_every_bytes,
         )
         self.loop = RecordLoop(self.store, self.metrics)
         self.source = EventsSource(kafka, kafka.events_topic)
@@ -300,7 +301,9 @@ class Indexer:
             batch_count += len(records)
             elapsed_ms = (time.monotonic() - batch_started) * 1000
             if batch_count and (
-                batch_count >= self.settings.batch_records or elapsed_ms >= self.settings.batch_ms
+                batch_count >= self.settings.batch_records
+                or elapsed_ms >= self.settings.batch_ms
+                or self.store.batch_full
             ):
                 await self.commit()
                 batch_count = 0

@@ -14,11 +14,12 @@ Sub-packages, one concern each:
   highlighting and snippets.
 
 ``layout`` names the dir's files, ``private`` makes them owner-only, ``locks`` its file
-locks, ``failure`` why a write failed.
+locks, ``failure`` why a write failed, ``bounds`` how much an open batch may hold.
 """
 
 __all__ = [
     "blocks",
+    "bounds",
     "failure",
     "layout",
     "locks",

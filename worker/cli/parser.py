@@ -42,6 +42,12 @@ def _store_commands(sub: Subparsers) -> None:
     setting(p, "--commit-every", type=positive_int, help="commit after this many events")
     setting(
         p,
+        "--commit-every-bytes",
+        type=positive_int,
+        help="commit once the open batch holds this many bytes of index work",
+    )
+    setting(
+        p,
         "--jobs",
         type=nonneg_int,
         help="worker processes that read and plan the logs (0: one per CPU core; 1: none)",

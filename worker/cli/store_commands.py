@@ -46,7 +46,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     data = door.data_dir(args.command, settings.data)
     with WriterLease(data, "ingest").turn(on_wait=_waiting(data)):
-        store = Store(data, failpoints=settings.failpoints, redaction=settings.redaction)
+        store = Store(
+            data,
+            failpoints=settings.failpoints,
+            redaction=settings.redaction,
+            batch_bytes=settings.commit_every_bytes,
+        )
         bar = None
         if sys.stderr.isatty() and files:
             from tqdm import tqdm

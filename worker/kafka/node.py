@@ -111,6 +111,7 @@ class Node:
                 dlq_topic=kafka.dlq_topic,
                 batch_records=settings.batch_records,
                 batch_ms=settings.batch_ms,
+                commit_every_bytes=settings.commit_every_bytes,
                 redaction=settings.redaction,
                 failpoints=settings.failpoints,
             ),

@@ -34,6 +34,7 @@ from indexer.model.header import parse_header
 from indexer.model.records import DeleteRecord, HeaderRecord
 from indexer.redact import DEFAULT, Redaction
 from indexer.sources.loop import RecordLoop
+from indexer.store.bounds import BATCH_BYTES
 from indexer.store.lease import WriterLease
 from indexer.store.maintenance.purge import PurgeReport
 from indexer.store.private import make_dirs
@@ -56,6 +57,7 @@ class ReplicaSettings:
     dlq_topic: str
     batch_records: int = 5000
     batch_ms: int = 250
+    commit_every_bytes: int = BATCH_BYTES
     redaction: Redaction = DEFAULT
     failpoints: FailPoints = DISARMED
 
@@ -105,6 +107,7 @@ class PartitionReplica:
                 failpoints=self.settings.failpoints,
                 redaction=self.settings.redaction,
                 on_purge=self._purged,
+                batch_bytes=self.settings.commit_every_bytes,
             )
         except BaseException:
             self.lease.release()
@@ -173,11 +176,16 @@ class PartitionReplica:
         self._lineage_due.clear()
 
     def due(self) -> bool:
-        """The open batch reached N records or T ms."""
+        """The open batch reached N records, T ms or the store's bound of bytes."""
         if not self._count:
             return False
         elapsed_ms = (time.monotonic() - self._started) * 1000
-        return self._count >= self.settings.batch_records or elapsed_ms >= self.settings.batch_ms
+        full = self.store is not None and self.store.batch_full
+        return (
+            full
+            or self._count >= self.settings.batch_records
+            or elapsed_ms >= self.settings.batch_ms
+        )
 
     @property
     def open_batch(self) -> int:

@@ -47,6 +47,7 @@ from indexer.redact import DEFAULT, Redaction
 from indexer.redact.counts import ensure_table
 from indexer.redact.state import open_writer, record_redaction
 from indexer.store.blocks.dictionaries import Dictionaries
+from indexer.store.bounds import BATCH_BYTES
 from indexer.store.failure import describe, is_disk_full
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.maintenance.index_format import clear_stale_index, rebuild
@@ -82,8 +83,10 @@ class Store:
         on_purge: Callable[[PurgeReport], None] | None = None,
         failpoints: FailPoints = DISARMED,
         redaction: Redaction = DEFAULT,
+        batch_bytes: int = BATCH_BYTES,
     ) -> None:
-        """``purge_interval_s``: the least time between two purge passes
+        """``batch_bytes``: what the open batch may hold before ``batch_full`` says it
+        is due (``pending_bytes``). ``purge_interval_s``: the least time between two purge passes
         (``indexer.store.maintenance.purge``); None never purges. ``failpoints``: the
         crash tests' kill points (``indexer.failpoints``), disarmed but in those tests.
         ``redaction``: the ``--redact-secrets`` mode (``indexer.redact``); a mode the dir
@@ -124,6 +127,20 @@ class Store:
             on_pass=on_purge,
         )
         self._touched: set[str] = set()  # sessions the open batch changed
+        self.batch_bytes = batch_bytes
+
+    @property
+    def pending_bytes(self) -> int:
+        """What the open batch holds until it commits: its index documents' text and
+        queued deletes (``indexer.store.tantivy.staging``); its rows are SQLite's, in
+        pages that spill to the WAL file, not held here."""
+        return self.index.pending_bytes
+
+    @property
+    def batch_full(self) -> bool:
+        """The open batch holds ``batch_bytes``: every source commits it now, whatever
+        its own count of records, so memory follows bytes, not records."""
+        return self.index.pending_bytes >= self.batch_bytes
 
     def apply(self, unit: EventStreamRecord | SessionLog) -> Applied:
         """Apply one record (or one whole log read from a file) atomically; see the module

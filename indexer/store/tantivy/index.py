@@ -10,7 +10,7 @@ import os
 import time as _time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import tantivy
 
@@ -24,11 +24,12 @@ from indexer.store.tantivy.schema import (
     IndexDoc,
     build_schema,
     document,
-    load_meta,
     open_or_create,
     raw_term,
     schema_of,
 )
+from indexer.store.tantivy.segments import segment_sessions
+from indexer.store.tantivy.staging import Staging
 
 _OPEN_ATTEMPTS: Final = 5
 
@@ -75,8 +76,7 @@ class TantivyIndex:
         self._ordinals: dict[str, int] = {}
         self._next_ordinal = 1
         self._closed = False
-        # (field, term, document): delete the documents with this term, then add one.
-        self._staged: list[tuple[str, str, tantivy.Document | None]] = []
+        self._staging = Staging()
         if writable:
             make_dirs(path)
             index = open_or_create(self._schema, path)
@@ -173,7 +173,7 @@ class TantivyIndex:
         Afterwards searches see an empty index and writes raise.
         """
         writer, self._writer = self._writer, None
-        self._staged.clear()
+        self._staging.clear()
         if writer is not None:
             writer.rollback()
             writer.wait_merging_threads()
@@ -234,10 +234,11 @@ class TantivyIndex:
         already: none of the old documents survives the delete.
         """
         self._require_writer()
-        staged: list[tuple[str, str, tantivy.Document | None]] = []
+        staging = self._staging
+        mark = staging.mark()
         ordinal: int | None = None
         if session is not None:
-            staged.append(("session", raw_term(session), None))
+            staging.add("session", raw_term(session), None, 0)
             ordinal = self._ordinals.get(session)
             if ordinal is None:
                 ordinal = self._new_ordinal(session)
@@ -245,14 +246,14 @@ class TantivyIndex:
             try:
                 if ordinal is None:
                     key, doc = document(d, self._ordinal(d.session_id))
-                    staged.append(("key", key, doc))
+                    staging.add("key", key, doc, len(d.text))
                 else:
                     assert d.session_id == session, "a document of another session"
                     # field "": an add without a delete (the session's delete covers it)
-                    staged.append(("", "", document(d, ordinal)[1]))
+                    staging.add("", "", document(d, ordinal)[1], len(d.text))
             except ValueError as exc:
+                staging.rollback_to(mark)
                 raise IndexFailedError(f"index document {d.session_id}#{d.seq}: {exc}") from exc
-        self._staged.extend(staged)
 
     def delete_session(self, session_id: str) -> None:
         """Stage the removal of every document of a session."""
@@ -260,23 +261,27 @@ class TantivyIndex:
 
     def _stage_delete(self, field: str, value: str) -> None:
         self._require_writer()
-        self._staged.append((field, value, None))
+        self._staging.add(field, value, None, 0)
 
     def mark(self) -> int:
         """A point in the staged operations to roll back to."""
-        return len(self._staged)
+        return self._staging.mark()
 
     def rollback_to(self, mark: int) -> None:
         """Drop every operation staged after ``mark`` (nothing has reached the writer)."""
-        del self._staged[mark:]
+        self._staging.rollback_to(mark)
+
+    @property
+    def pending_bytes(self) -> int:
+        """What the operations since the last commit hold (``staging``)."""
+        return self._staging.pending_bytes
 
     def flush(self) -> None:
         """Hand the staged operations to the writer, in order (no longer undoable but by
         ``rollback``). On failure the caller rolls back."""
         writer = self._require_writer()
-        staged, self._staged = self._staged, []
         try:
-            for field, value, doc in staged:
+            for field, value, doc in self._staging.take():
                 if field:
                     writer.delete_documents_by_term(field, value)
                 if doc is not None:
@@ -292,11 +297,12 @@ class TantivyIndex:
             self._require_writer().commit()
         except ValueError as exc:
             raise IndexFailedError(f"index commit failed: {exc}") from exc
+        self._staging.clear()
         self._reload_index()
 
     def rollback(self) -> None:
         """Discard every change staged since the last commit."""
-        self._staged.clear()
+        self._staging.clear()
         self._require_writer().rollback()
 
     # ---- purge (indexer.store.maintenance.purge) ------------------------------------------------
@@ -308,7 +314,7 @@ class TantivyIndex:
         ``meta.json`` lists exactly them.
         """
         writer = self._require_writer()
-        if self._staged:
+        if self._staging.ops:
             raise RuntimeError("settle() with staged operations")
         index = self._index
         assert index is not None
@@ -323,29 +329,8 @@ class TantivyIndex:
         self._require_writer().garbage_collect_files()
 
     def segment_sessions(self, ordinals: Collection[int]) -> tuple[list[int], set[str]]:
-        """Live documents per segment of the visible snapshot (in segment order, the order
-        of ``meta.json``), and the sessions with a live document in the segments at
-        ``ordinals``. Reads every document's ``sid`` column and one stored document per
-        session found."""
-        searcher = self._searcher()
-        if searcher is None:
-            return [], set()
-        counts = [0] * int(searcher.num_segments)
-        if searcher.num_docs == 0:
-            return counts, set()
-        hits = searcher.search(
-            tantivy.Query.all_query(), limit=int(searcher.num_docs), count=False
-        ).hits
-        wanted = set(ordinals)
-        one_per_sid: dict[int, Any] = {}
-        addrs = [addr for _, addr in hits]
-        for addr in addrs:
-            counts[addr.segment_ord] += 1
-        chosen = [addr for addr in addrs if addr.segment_ord in wanted]
-        for addr, sid in zip(chosen, searcher.fast_field_values("sid", chosen), strict=True):
-            one_per_sid.setdefault(int(sid or 0), addr)
-        sessions = {str(load_meta(searcher.doc(addr))[0]) for addr in one_per_sid.values()}
-        return counts, sessions
+        """``segments.segment_sessions`` over the visible snapshot."""
+        return segment_sessions(self._searcher(), ordinals)
 
     # ---- counts ----------------------------------------------------------------------------------
     def num_docs(self) -> int:
