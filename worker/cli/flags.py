@@ -109,6 +109,16 @@ def log_format(p: argparse.ArgumentParser) -> None:
     )
 
 
+def commit_bytes(p: argparse.ArgumentParser) -> None:
+    """The bound of a writer's open batch in bytes (``indexer.store.bounds``)."""
+    setting(
+        p,
+        "--commit-every-bytes",
+        type=positive_int,
+        help="commit once the open batch holds this many bytes of index work",
+    )
+
+
 def retention(p: argparse.ArgumentParser) -> None:
     setting(
         p, "--retain-days", type=positive_int, help="delete sessions whose newest event is older"

@@ -40,12 +40,7 @@ def _store_commands(sub: Subparsers) -> None:
     flags.data(p)
     flags.log_format(p)
     setting(p, "--commit-every", type=positive_int, help="commit after this many events")
-    setting(
-        p,
-        "--commit-every-bytes",
-        type=positive_int,
-        help="commit once the open batch holds this many bytes of index work",
-    )
+    flags.commit_bytes(p)
     setting(
         p,
         "--jobs",
@@ -109,6 +104,7 @@ def _kafka_commands(sub: Subparsers) -> None:
     flags.data(p)
     flags.indexer_snapshots(p)
     flags.retention(p)
+    flags.commit_bytes(p)
     redact_flag(p)
     flags.ops(p)
 
@@ -254,6 +250,7 @@ def _node_command(sub: Subparsers) -> None:
         help="a node silent this long loses its partitions",
     )
     flags.retention(p)
+    flags.commit_bytes(p)
     redact_flag(p)
     flags.tool_limits(p)
     flags.ops(p)
