@@ -22,10 +22,14 @@ from indexer.query.service import StoreQueryService
 from indexer.redact import DEFAULT, Redaction
 from indexer.sources.local import LocalSource
 from indexer.store.lease import Role
+from worker.contract.deadline import Deadline
+from worker.contract.errors import TOOL_FAILED, ToolFailure, timeout_failure
 from worker.limits import ToolLimits
 from worker.pipeline import Pipeline
 
 log = logging.getLogger("sessionq.local")
+_STORE_CHECK_S = 0.5
+"""How often a call waiting for readiness looks whether the store failed meanwhile."""
 
 
 class LocalService:
@@ -78,6 +82,31 @@ class LocalService:
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         return True if self.source is None else await self.source.wait_ready(timeout)
+
+    def store_failure(self) -> ToolFailure | None:
+        """What every call is answered while the store cannot start (the data dir cannot
+        be opened or written: its cause, as ``/v1/status`` shows it), else ``None``. The
+        local source retries meanwhile; a call that comes after it recovered is answered."""
+        source = self.source
+        if source is None or source.ready or source.status.store_error is None:
+            return None
+        cause = source.status.store_error
+        return ToolFailure(TOOL_FAILED, f"the session store cannot start: {cause}")
+
+    async def ready_within(self, deadline: Deadline) -> ToolFailure | None:
+        """Wait, within ``deadline``, until this process's logs are in the store; the
+        failure the call gets when they are not (``store_failure``, else its timeout).
+        While the store cannot start the wait ends at once: the cause is the answer."""
+        if self.source is None:
+            return None
+        while True:
+            failure = self.store_failure()
+            if failure is not None:
+                return failure
+            if await self.source.wait_ready(min(_STORE_CHECK_S, max(0.0, deadline.remaining()))):
+                return None
+            if deadline.remaining() <= 0:
+                return timeout_failure(deadline.budget_ms)
 
     async def stop(self) -> None:
         """Stop the source at its next step and wait for it (the caller bounds the wait)."""

@@ -33,6 +33,7 @@ from worker.contract.envelopes import (
 )
 from worker.contract.errors import is_unknown_tool
 from worker.contract.ids import RequestIds
+from worker.contract.outcome import ToolReply
 from worker.http.admin import StoreAdmin
 from worker.http.console_api import ConsoleApi
 from worker.http.console_page import console_routes, is_asset_path
@@ -162,6 +163,9 @@ class HttpApi:
         except ValidationError as exc:
             return _error_reply(400, "BAD_REQUEST", first_validation_error(exc))
         request_id = call.id or self._ids.new()
+        failure = self.local.store_failure()
+        if failure is not None:
+            return 200, encode_reply(request_id, ToolReply(error=failure)), "application/json"
         tool_call = ToolCall.from_request(call, sent_ms=received_ms, request_id=request_id)
         try:
             arguments = await ext.restrict_request(

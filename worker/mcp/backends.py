@@ -33,7 +33,7 @@ from indexer.settings import KafkaSettings
 from worker.authn.tokens import CallerSigner
 from worker.contract.deadline import CancelToken, Deadline
 from worker.contract.envelopes import Reply, reply_for
-from worker.contract.errors import timeout_failure
+from worker.contract.errors import ToolFailure
 from worker.contract.outcome import ToolReply
 from worker.limits import ToolLimits
 from worker.local_service import LocalService
@@ -56,7 +56,11 @@ class Backend(Protocol):
 
     async def stop(self) -> None: ...
 
-    async def service(self) -> QueryService | None: ...
+    def service(self) -> QueryService | None: ...
+
+    async def ready_within(self, deadline: Deadline) -> ToolFailure | None:
+        """Wait within ``deadline`` until calls can be answered; the failure otherwise."""
+        ...
 
     def deadline(self, tool: Tool[Any], timeout_ms: int | None) -> Deadline: ...
 
@@ -109,9 +113,11 @@ class EmbeddedBackend:
         await self.local.stop()
         self.local.close()
 
-    async def service(self) -> QueryService | None:
-        await self.local.wait_ready()
+    def service(self) -> QueryService | None:
         return self.local.service
+
+    async def ready_within(self, deadline: Deadline) -> ToolFailure | None:
+        return await self.local.ready_within(deadline)
 
     def deadline(self, tool: Tool[Any], timeout_ms: int | None) -> Deadline:
         return self.pipeline.deadline(tool, timeout_ms)
@@ -133,8 +139,9 @@ class EmbeddedBackend:
     ) -> ToolReply:
         """Wait (within the deadline) until this process's logs are in the store, then
         run the pipeline."""
-        if not await self.local.wait_ready(max(0.0, deadline.remaining())):
-            return ToolReply(error=timeout_failure(deadline.budget_ms))
+        failure = await self.local.ready_within(deadline)
+        if failure is not None:
+            return ToolReply(error=failure)
         return await self.pipeline.call(
             tool, arguments, Caller(caller.session_id), deadline=deadline, token=token
         )
@@ -195,8 +202,11 @@ class KafkaBackend:
             if self._service is not None:
                 self._service.close()
 
-    async def service(self) -> QueryService | None:
+    def service(self) -> QueryService | None:
         return self._service
+
+    async def ready_within(self, deadline: Deadline) -> ToolFailure | None:
+        return None  # the workers answer for their own readiness
 
     def deadline(self, tool: Tool[Any], timeout_ms: int | None) -> Deadline:
         """What the workers' pipeline will compute for this call (the host's limits)."""

@@ -35,6 +35,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from indexer.surface.jstext import to_well_formed
 from worker.contract.deadline import Deadline
 from worker.contract.envelopes import Reply, error_reply
 from worker.contract.errors import HarnessError
@@ -64,9 +65,10 @@ def mcp_tools(backend: Backend) -> list[types.Tool]:
 def reply_result(reply: Reply) -> types.CallToolResult:
     """A reply envelope as the MCP result (module docstring)."""
     if reply.ok:
-        return types.CallToolResult(content=[types.TextContent(text=reply.text or "")])
+        text = to_well_formed(reply.text or "")
+        return types.CallToolResult(content=[types.TextContent(text=text)])
     assert reply.error is not None
-    code, message = reply.error.code, reply.error.message
+    code, message = reply.error.code, to_well_formed(reply.error.message)
     return types.CallToolResult(
         content=[types.TextContent(text=f"{code}: {message}")],
         is_error=True,
@@ -103,7 +105,10 @@ def build_server(backend: Backend, binder: CallerBinder) -> Server[Any]:
             raise MCPError(types.INVALID_PARAMS, tool.message)
         ext = read_extensions(params.meta)
         deadline = backend.deadline(tool, ext.timeout_ms)
-        service = await backend.service()
+        failure = await backend.ready_within(deadline)
+        if failure is not None:
+            return reply_result(error_reply("mcp", failure.code, failure.message))
+        service = backend.service()
         try:
             caller = await binder.bind(_connection_of(ctx), service, ctx)
         except BindingError as exc:
