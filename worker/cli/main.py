@@ -18,11 +18,13 @@ from indexer.store.lease import DataDirBusyError
 from worker.cli.commands import handler
 from worker.cli.exits import EXIT_FAILED, EXIT_USAGE, fail
 from worker.cli.parser import build_parser
+from worker.cli.terminal import make_total
 
 __all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    make_total()
     args = build_parser().parse_args(argv)
     run = handler(args.run)
     # aiokafka logs every failed connection attempt; without a configured log (the
