@@ -30,6 +30,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from bench.mix import ROOT, checkout
 from tests.redaction.gitleaks import samples
 from tests.redaction.labelled import KINDS, Labelled, labelled, planted

@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
         ("bench_cpu.py", "--baseline-src"),
         ("bench_capacity.py", "--baseline-src"),
         ("bench_memory.py", "--baseline-src"),
+        ("bench_memory_formats.py", "--baseline-src"),
+        ("bench_redaction.py", "--baseline-src"),
         ("bench_startup.py", "--baseline-src"),
         ("bench_watcher.py", "--baseline-src"),
     ],
