@@ -50,7 +50,7 @@ def test_each_broken_file_is_reported_and_the_others_are_ingested(tmp_path: Path
 
 
 def test_an_unreadable_file_is_reported_with_the_os_reason(tmp_path: Path) -> None:
-    project = tmp_path / "projects" / "-home-dev-x"
+    project = tmp_path / "projects" / "-home-dev-other"  # the good log's own project
     project.mkdir(parents=True)
     broken = project / "99999999-9999-4999-8999-999999999999.jsonl"
     broken.symlink_to(tmp_path / "gone.jsonl")  # listed by the directory, cannot be opened

@@ -18,6 +18,7 @@ log-only ``claude-code/<type>`` event. A line that is not a JSON object with a s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -174,6 +175,37 @@ def _subagent_meta(path: Path) -> dict[str, Any]:
     return obj if isinstance(obj, dict) else {}
 
 
+_ENCODED: Final = re.compile(r"[^A-Za-z0-9]")
+_LONG_NAME: Final = 200  # Claude Code cuts a longer project name and appends a hash
+
+
+def _project_dir(path: Path, subagent: bool) -> str | None:
+    """The project directory a transcript lies in, when it lies in Claude Code's layout
+    (``<project>/<session>.jsonl``, ``<project>/agent-<id>.jsonl``,
+    ``<project>/<session>/subagents/agent-<id>.jsonl``): a name that encodes an absolute
+    path starts with ``-``. ``None`` for a file elsewhere (a copy given by name)."""
+    parent = path.parent
+    if subagent and parent.name == "subagents":
+        parent = parent.parent.parent
+    name = parent.name
+    return name if name.startswith("-") and len(name) > 1 else None
+
+
+def _in_project(cwd: str, project: str) -> bool:
+    """Whether ``cwd`` is the project's path or under it: some ancestor-or-self of
+    ``cwd`` (cut at a ``/``) encodes, as Claude Code names project directories (every
+    character but an ASCII letter or digit becomes ``-``), to ``project``. A log placed
+    in one project that claims another's cwd is not taken into that workspace."""
+    parts = cwd.rstrip("/").split("/")
+    for end in range(len(parts), 0, -1):
+        encoded = _ENCODED.sub("-", "/".join(parts[:end]) or "/")
+        if encoded == project or (
+            len(project) >= _LONG_NAME and encoded[:_LONG_NAME] == project[:_LONG_NAME]
+        ):
+            return True
+    return False
+
+
 def _parent_from_layout(path: Path) -> str | None:
     """``<parent session>/subagents/agent-<id>.jsonl`` names the parent in its path."""
     if path.parent.name == "subagents":
@@ -239,6 +271,13 @@ class _Transcript:
             raise b.reject("no record carries a sessionId", 1)
         if self.created is None:
             raise b.reject("no record carries a timestamp", 1)
+        project = _project_dir(b.path, self.agent_id is not None)
+        if project is not None and self.cwd is not None and not _in_project(self.cwd, project):
+            raise b.reject(
+                f"cwd {self.cwd} is not under the project directory the log lies in"
+                f" ({project}): Claude Code names that directory after the cwd",
+                1,
+            )
         return _header(b.path, session_id, self.agent_id, self.cwd, self.created)
 
 

@@ -28,6 +28,7 @@ from indexer.errors import (
     RecordRejectedError,
 )
 from indexer.logs.envelope import check_envelope
+from indexer.logs.importers.common import AGENTS
 from indexer.logs.reader import SessionLog
 from indexer.model import SessionEvent, SessionHeader, parse_header
 from indexer.model.event import load_json
@@ -59,6 +60,15 @@ class Applied:
     events: int = 0
     documents: int = 0
     noop: bool = False
+
+
+def _outranks(new: SessionHeader, stored: SessionHeader) -> bool:
+    """Which log owns a session id two logs of different agents claim, whichever is
+    applied first (``ingest`` and a watcher read in different orders): the agent that
+    comes first in ``AGENTS`` — a dsh log, whose id is its own, over an imported one.
+    Two logs of one agent keep the first (the other is a conflict)."""
+    rank = {agent: n for n, agent in enumerate(AGENTS)}
+    return rank.get(new.agent, len(AGENTS)) < rank.get(stored.agent, len(AGENTS))
 
 
 def _decode(raw: bytes) -> SessionEvent:
@@ -140,15 +150,19 @@ class StoreWriter:
 
     # ---- header, lifecycle, delete ------------------------------------------------------------
     def apply_header(self, header: SessionHeader) -> Applied:
-        """New session, or a no-op re-delivery; conflicting immutable fields are rejected."""
+        """New session, or a no-op re-delivery; conflicting immutable fields are rejected,
+        unless the header outranks the stored one (``_outranks``): then the stored session
+        yields, deleted whole, and this one takes its id."""
         state = self.tables.session_state(header.id)
         if state is not None:
             stored = SessionHeader.model_validate_json(state.header_json)
-            if not stored.compatible_with(header):
+            if stored.compatible_with(header):
+                return Applied("header", header.id, noop=True)
+            if not _outranks(header, stored):
                 raise RecordRejectedError(
                     f'session source headers conflict for session "{header.id}"', SOURCE_CONFLICT
                 )
-            return Applied("header", header.id, noop=True)
+            self.delete(header.id)
         self.tables.insert_session(
             header.id,
             orjson.dumps(header.to_json()).decode(),
