@@ -62,6 +62,7 @@ class IngestSummary(_Counts):
     # The first lost batch's cause (e.g. "disk full: …") and how many files it cost.
     lost: str | None = None
     lost_files: int = 0
+    commits: int = 0  # batches made durable
     # CPU seconds the worker processes spent (``jobs`` > 1), besides this process's own.
     worker_cpu_seconds: float = 0.0
 
@@ -105,6 +106,7 @@ def _commit(loop: RecordLoop, batch: _Batch, summary: IngestSummary) -> bool:
         batch.clear()
         return False
     summary.add(batch.counts)
+    summary.commits += 1
     batch.clear()
     return True
 

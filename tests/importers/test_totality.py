@@ -170,3 +170,50 @@ async def test_a_store_that_cannot_start_says_why_in_every_mcp_answer(tmp_path: 
                 "SESSION_QUERY_TOOL_FAILED: the session store cannot start: "
             ), block.text
             assert "not a database" in block.text
+
+
+TOKEN: Final = "ghp_Cu79idWElOKZyDuZ4vkmpiw8Qx3Lr7Tk9Nb2"  # 36 characters after its prefix
+CUT: Final = TOKEN[:28]  # what a 40-byte title kept of it
+
+
+def test_a_secret_crossing_the_title_cut_never_reaches_a_title(tmp_path: Path) -> None:
+    sid = "5ec00000-0000-4000-8000-000000000001"
+    project = tmp_path / "projects" / "-home-dev-prop"
+    project.mkdir(parents=True)
+    record = {
+        "type": "user",
+        "sessionId": sid,
+        "cwd": "/home/dev/prop",
+        "uuid": "u0",
+        "timestamp": "2025-11-10T10:00:00.000Z",
+        "message": {"role": "user", "content": f"deploy with {TOKEN} to the staging cluster"},
+    }
+    (project / f"{sid}.jsonl").write_text(json.dumps(record) + "\n")
+    caller = "5ec00000-0000-4000-8000-000000000002"  # another session of the workspace
+    other = {**record, "sessionId": caller, "message": {"role": "user", "content": "hello"}}
+    (project / f"{caller}.jsonl").write_text(json.dumps(other) + "\n")
+    for mode in ("on", "off", "store"):  # a derived title is redacted in every mode
+        data = tmp_path / f"data-{mode}"
+        code, _out, err = _run(
+            "ingest", str(project.parent), "--data", str(data), "--redact-secrets", mode
+        )
+        assert code == 0, err
+        conn = sqlite3.connect(f"file:{data / SQLITE_NAME}?mode=ro", uri=True)
+        try:
+            (title,) = conn.execute("SELECT title FROM sessions WHERE id = ?", (sid,)).fetchone()
+        finally:
+            conn.close()
+        assert "deploy with [REDACTED:github-token]" in title, title
+        for tool, args in (
+            ("session_search", {"query": "staging cluster"}),
+            ("session_trace", {"session_id": sid}),
+            ("session_event_read", {"session_id": sid, "seq": 1}),  # the title event itself
+        ):
+            code, text, err = _run(
+                "call", tool, json.dumps(args), "--data", str(data), "--caller", caller
+            )
+            assert code == 0, err
+            titles = [line for line in text.splitlines() if f"{sid} — " in line]
+            assert titles and all("[REDACTED:github-token]" in t for t in titles), text
+            if mode != "off":  # off shows the prompt itself as written, token and all
+                assert CUT not in text, (mode, tool, text)

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import socket
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 
@@ -24,7 +25,8 @@ from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
 from indexer.sources.local import SourceStatus
-from indexer.stats import store_stats
+from indexer.stats import StoreStats, store_stats
+from indexer.store.failure import describe
 from worker.contract.envelopes import (
     MAX_REQUEST_BYTES,
     HttpCall,
@@ -215,8 +217,14 @@ class HttpApi:
         return web.json_response(manifest(self.pipeline.limits))
 
     async def _status_view(self, _: web.Request) -> web.Response:
-        stats = await asyncio.to_thread(store_stats, self.data)
+        """The writer's state and the store's counts; a store that cannot be read is a
+        ``store_error`` with null counts, never a failed request."""
         s = self.status
+        unreadable: str | None = None
+        try:
+            stats: StoreStats | None = await asyncio.to_thread(store_stats, self.data)
+        except (sqlite3.Error, OSError) as exc:
+            stats, unreadable = None, describe(exc)
         now = time.time()
         return web.json_response(
             {
@@ -229,11 +237,11 @@ class HttpApi:
                 if s.queued is None
                 else {"pids": list(s.queued.pids), "stalled": s.queued.stalled},
                 "watching": s.watching,
-                "store_error": s.store_error,
-                "sessions": stats.sessions,
-                "events": stats.events,
-                "documents": stats.documents,
-                "workspaces": stats.workspaces,
+                "store_error": s.store_error or unreadable,
+                "sessions": None if stats is None else stats.sessions,
+                "events": None if stats is None else stats.events,
+                "documents": None if stats is None else stats.documents,
+                "workspaces": None if stats is None else stats.workspaces,
                 "applied_records": s.applied_records,
                 "rejected_records": s.rejected_records,
                 "last_applied_at": s.last_applied_at,

@@ -1,0 +1,53 @@
+"""``serve`` over a data dir whose store cannot start answers every call with the cause,
+at once, as ``/v1/status`` shows it, instead of answering from a store it cannot keep
+up to date (or, over MCP, waiting for a readiness that never comes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+
+from indexer.store.layout import SQLITE_NAME
+from tests.data_paths import CORPUS_DIR
+from tests.serve.conftest import call_body, embedded_service, eventually
+from worker.http.api import HttpApi
+
+LOG = CORPUS_DIR / "examples__acp-agent__bash-tool-turn__session.jsonl"
+CALLER = "e128dda9-ed11-4868-8266-0ef90d03c3d6"  # the log's own id
+
+
+async def test_every_call_says_why_the_store_cannot_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / SQLITE_NAME).write_bytes(b"this is not an SQLite database" * 100)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / LOG.name).write_bytes(LOG.read_bytes())
+    local = embedded_service(logs, data)
+    api = HttpApi(local)
+    runner, port = await api.start("127.0.0.1:0")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        local.start()
+        async with aiohttp.ClientSession() as http:
+
+            async def failing() -> str | None:
+                async with http.get(f"{base}/v1/status") as resp:
+                    status = await resp.json()
+                error: str | None = status["store_error"]
+                return error
+
+            cause = await eventually(failing, timeout=60, what="the store to fail")
+            for tool, args in (("session_search", {"query": "echo"}), ("session_trace", {})):
+                body = call_body(tool, args, CALLER)
+                async with http.post(f"{base}/v1/call", json=body) as resp:
+                    assert resp.status == 200
+                    reply = await resp.json()
+                assert reply["ok"] is False
+                assert reply["error"]["code"] == "SESSION_QUERY_TOOL_FAILED"
+                assert reply["error"]["message"] == f"the session store cannot start: {cause}"
+    finally:
+        await runner.cleanup()
+        await local.stop()
+        local.close()
