@@ -94,6 +94,12 @@ _IDENTIFYING: Final = ("id", "cwd", "parentSession", "agentPreset", "sourceAgent
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
+def storable_id(value: str) -> bool:
+    """Whether a session id can name a stored session (``ill_formed_field``): one that
+    holds a lone surrogate names none, and is looked up as missing, never queried."""
+    return _SURROGATE.search(value) is None
+
+
 def ill_formed_field(header: dict[str, Any]) -> str | None:
     """Why a header (its JSON object) cannot be stored, when one of its strings holds a
     lone UTF-16 surrogate: a session is keyed, routed and partitioned by them as UTF-8,

@@ -24,6 +24,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Final
 
+from indexer.model.header import storable_id
 from indexer.query.sessions import ROW_COLUMNS, SessionRow, row_from
 from indexer.query.types import TitleObservation
 from indexer.redact import Redaction
@@ -68,7 +69,7 @@ class Generation:
         not remembered yet)."""
         known = self._rows
         wanted = list(dict.fromkeys(session_ids))
-        missing = [i for i in wanted if i not in known]
+        missing = [i for i in wanted if i not in known and storable_id(i)]
         if missing:
             if self._make_room(len(missing)):
                 missing = wanted
@@ -84,7 +85,7 @@ class Generation:
                 known.setdefault(session_id, None)
         out: dict[str, SessionRow] = {}
         for session_id in wanted:
-            found = known[session_id]
+            found = known.get(session_id)
             if found is not None:
                 out[session_id] = found
         return out
@@ -92,6 +93,8 @@ class Generation:
     def children(self, parent_id: str) -> list[SessionRow]:
         """Every session whose parent is ``parent_id``, in any order."""
         kids = self._children.get(parent_id)
+        if kids is None and not storable_id(parent_id):
+            return []
         if kids is None:
             rows = self.conn.execute(
                 f"SELECT {ROW_COLUMNS} FROM sessions WHERE parent = ?", (parent_id,)
