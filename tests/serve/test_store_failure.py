@@ -10,7 +10,7 @@ import aiohttp
 
 from indexer.store.layout import SQLITE_NAME
 from tests.data_paths import CORPUS_DIR
-from tests.serve.conftest import call_body, embedded_service, eventually
+from tests.serve.conftest import call_body, embedded_service, eventually, running_embedded
 from worker.http.api import HttpApi
 
 LOG = CORPUS_DIR / "examples__acp-agent__bash-tool-turn__session.jsonl"
@@ -51,3 +51,23 @@ async def test_every_call_says_why_the_store_cannot_start(tmp_path: Path) -> Non
         await runner.cleanup()
         await local.stop()
         local.close()
+
+
+async def test_a_bad_log_beside_good_ones_never_keeps_serve_from_ready(tmp_path: Path) -> None:
+    """The 12-byte ``{"type":[]}`` beside good logs made the writer fail every pass
+    (``ready: false``, ``store_error: TypeError…`` retried forever); now it is one
+    rejected file and the rest is served."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / LOG.name).write_bytes(LOG.read_bytes())
+    (logs / "zz.jsonl").write_bytes(b'{"type":[]}')
+    async with running_embedded(logs, tmp_path / "data") as (_api, base, http):
+        async with http.get(f"{base}/v1/status") as resp:
+            status = await resp.json()
+        assert status["ready"] is True and status["store_error"] is None
+        assert status["sessions"] == 1
+        assert [r for r in status["rejected_files"].values() if "zz.jsonl:1: " in r], status
+        body = call_body("session_trace", {}, CALLER)
+        async with http.post(f"{base}/v1/call", json=body) as resp:
+            reply = await resp.json()
+        assert reply["ok"] is True, reply
