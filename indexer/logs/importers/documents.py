@@ -34,6 +34,11 @@ __all__ = ["Document", "members", "open_document"]
 _CHUNK: Final = 1 << 20
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _C_BACKEND: Final = "yajl2_c"
+SNIFF_EVENTS: Final = 10_000
+"""The parse events a sniff of a document's head reads at most."""
+MEMBER_EVENTS: Final = 100_000
+"""The parse events of one member read whole (but the streamed array): a chat's
+metadata is a few dozen."""
 
 
 def _has_surrogate_escape(path: Path) -> bool:
@@ -82,19 +87,23 @@ class Document:
 
 def members(path: Path, array: str, *, backend: Any = None, stop: bool = False) -> dict[str, Any]:
     """The top-level members of a JSON object document, ``array``'s value replaced by
-    ``[]`` when it is an array (its items are never built). ``stop``: return when the
-    array starts (a sniff reads only the document's head). Raises
-    ``LogValidationError`` for a document that is not a JSON object, ``OSError`` for
-    I/O errors."""
+    ``[]`` when it is an array (its items are never built). ``stop``: a sniff, which
+    returns when the array starts or after ``SNIFF_EVENTS`` parse events (a member not
+    whole by then is left out), so it reads only the document's head. Raises
+    ``LogValidationError`` for a document that is not a JSON object or a member of more
+    than ``MEMBER_EVENTS``, ``OSError`` for I/O errors."""
     out: dict[str, Any] = {}
     key: str | None = None
     builder: ObjectBuilder | None = None
+    built = 0  # the events of the member being built
     depth = 0
     skipping = False
     with open_regular(path) as f:
         try:
             events = (backend or _backend(_C_BACKEND)).parse(f, use_float=True)
-            for _prefix, event, value in events:
+            for n, (_prefix, event, value) in enumerate(events):
+                if stop and n >= SNIFF_EVENTS:
+                    break
                 if depth == 0:
                     if event != "start_map":
                         raise LogValidationError("document is not a JSON object")
@@ -119,8 +128,11 @@ def members(path: Path, array: str, *, backend: Any = None, stop: bool = False) 
                     skipping = depth > 1
                     continue
                 if builder is None:
-                    builder = ObjectBuilder()
+                    builder, built = ObjectBuilder(), 0
                 builder.event(event, value)
+                built += 1
+                if built > MEMBER_EVENTS:
+                    raise LogValidationError(f"document member {key!r} is too large to read whole")
                 if depth == 1:
                     out[str(key)] = builder.value
                     builder = None
