@@ -16,7 +16,6 @@ import copy
 import json
 import re
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,7 +25,7 @@ from hypothesis import strategies as st
 
 from indexer.logs.importers.detect import discover_report, read_source_pieces
 from indexer.logs.reader import LogRejectedError
-from indexer.store.layout import SQLITE_NAME
+from tests.data_dirs import stored_ids
 from tests.data_paths import (
     CLAUDE_CODE_DIR,
     CODEX_DIR,
@@ -186,14 +185,6 @@ def _victims(fmt: str) -> list[Path]:
     return sorted(p for p in tree.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))
 
 
-def _stored(data: Path) -> set[str]:
-    conn = sqlite3.connect(f"file:{data / SQLITE_NAME}?mode=ro", uri=True)
-    try:
-        return {row[0] for row in conn.execute("SELECT id FROM sessions")}
-    finally:
-        conn.close()
-
-
 def _tree(fmt: str, root: Path) -> Path:
     """A copy of ``fmt``'s fixture tree under ``root`` (dsh: its victim logs)."""
     tree = root / "tree"
@@ -252,7 +243,7 @@ def test_a_mutated_log_never_stops_the_good_ones(
     text = out.read_text()
     assert rc == 0, text
     assert "Traceback" not in text
-    stored = _stored(work / "data")
+    stored = stored_ids(work / "data")
     missing = {f: sid for f, sid in good.items() if sid not in stored}
     assert not missing, f"good logs not stored: {missing}\n{text}"
     for line in text.splitlines()[2:]:  # each rejection: "  <path>:<line>: <reason>"

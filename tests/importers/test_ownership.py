@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any, Final
 
@@ -20,8 +19,8 @@ import pytest
 from indexer.logs.watch import WatchRoot
 from indexer.sources.local.applier import Applier, ApplyStatus
 from indexer.sources.loop import RecordLoop
-from indexer.store.layout import SQLITE_NAME
 from indexer.store.records.store import Store
+from tests.data_dirs import stored_headers
 from worker.cli.main import main
 
 SID: Final = "0e0e0000-0000-4000-8000-000000000001"
@@ -32,15 +31,6 @@ def _run(*argv: str) -> tuple[int, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         code = main(list(argv))
     return code, out.getvalue()
-
-
-def _headers(data: Path) -> dict[str, dict[str, Any]]:
-    conn = sqlite3.connect(f"file:{data / SQLITE_NAME}?mode=ro", uri=True)
-    try:
-        rows = conn.execute("SELECT id, header FROM sessions").fetchall()
-    finally:
-        conn.close()
-    return {sid: json.loads(header) for sid, header in rows}
 
 
 def _dsh(root: Path) -> Path:
@@ -84,7 +74,7 @@ def test_a_dsh_log_owns_its_id_whichever_log_is_ingested_first(
     for path in (dsh, claude) if dsh_first else (claude, dsh):
         code, out = _run("ingest", str(path), "--data", str(data))
         assert code in (0, 1), out
-    header = _headers(data)[SID]
+    header = stored_headers(data)[SID]
     assert "sourceAgent" not in header, header  # the dsh log's
     code, text = _run(
         "call", "session_event_read", json.dumps({"seq": 0}), "--data", str(data),
@@ -105,12 +95,12 @@ def test_the_local_source_gives_the_id_to_a_dsh_log_that_comes_after(tmp_path: P
         roots = [WatchRoot(root / "projects"), WatchRoot(root / "dsh")]  # as serve --sessions
         applier = Applier(store, RecordLoop(store), roots, ApplyStatus(), lambda: False)
         applier.first_pass()
-        assert _headers(data)[SID]["sourceAgent"] == "claude-code"
+        assert stored_headers(data)[SID]["sourceAgent"] == "claude-code"
         _dsh(root / "dsh")
         applier.rescan()
     finally:
         store.close()
-    assert "sourceAgent" not in _headers(data)[SID]
+    assert "sourceAgent" not in stored_headers(data)[SID]
 
 
 def test_a_claude_log_claiming_another_projects_cwd_is_rejected(tmp_path: Path) -> None:
@@ -135,7 +125,7 @@ def test_a_claude_log_claiming_another_projects_cwd_is_rejected(tmp_path: Path) 
             f"{path}:1: cwd {cwd} is not under the project directory the log lies in (-home-dev-a)"
             in out
         ), out
-    headers = _headers(data)
+    headers = stored_headers(data)
     assert set(headers) == {"0e0e0000-0000-4000-8000-000000000002"}
     assert headers["0e0e0000-0000-4000-8000-000000000002"]["cwd"] == "/home/dev/a/src"
     del inside

@@ -15,13 +15,12 @@ import contextlib
 import io
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any, Final
 
 import mcp_types as types
 
-from indexer.store.layout import SQLITE_NAME
+from tests.data_dirs import stored_ids, stored_titles, unstartable_data_dir
 from tests.data_paths import CORPUS_DIR
 from tests.importers.agent_logs import WRITERS
 from tests.mcp.stdio import stdio_session
@@ -41,14 +40,6 @@ def _run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def _stored(data: Path) -> set[str]:
-    conn = sqlite3.connect(f"file:{data / SQLITE_NAME}?mode=ro", uri=True)
-    try:
-        return {row[0] for row in conn.execute("SELECT id FROM sessions")}
-    finally:
-        conn.close()
-
-
 def _first_id(path: Path) -> str:
     return str(json.loads(path.read_text().split("\n", 1)[0])["id"])
 
@@ -65,7 +56,7 @@ def test_a_twelve_byte_record_beside_ten_good_dsh_logs_is_one_rejection(tmp_path
     assert "Traceback" not in out + err
     assert out.startswith("ingested 10 sessions, ")
     assert f"  {logs / 'zz.jsonl'}:1: " in out
-    assert _stored(tmp_path / "data") == {_first_id(p) for p in good}
+    assert stored_ids(tmp_path / "data") == {_first_id(p) for p in good}
 
 
 def _claude_tree(root: Path, sids: list[str], cut: str) -> Path:
@@ -115,7 +106,7 @@ def test_a_write_input_cut_mid_emoji_loses_no_session(tmp_path: Path) -> None:
     code, out, err = _run("ingest", str(tree), "--data", str(data))
     assert code == 0, err
     assert out.startswith("ingested 3 sessions, "), out
-    assert _stored(data) == set(sids)
+    assert stored_ids(data) == set(sids)
     code, text, err = _run(
         "call", "session_event_read", json.dumps({"seq": 3}), "--data", str(data),
         "--caller", sids[1],
@@ -146,13 +137,11 @@ def test_an_opencode_id_that_names_no_directory_is_its_sessions_rejection(
         code, out, err = _run("ingest", str(root), "--data", str(data))
         assert code == 0, err
         assert f"{session}:1: the session id cannot name a directory of the storage" in out
-        assert _stored(data) == {json.loads(good.read_text())["id"]}
+        assert stored_ids(data) == {json.loads(good.read_text())["id"]}
 
 
 async def test_a_store_that_cannot_start_says_why_in_every_mcp_answer(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / SQLITE_NAME).write_bytes(b"this is not an SQLite database" * 100)
+    data = unstartable_data_dir(tmp_path / "data")
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copyfile(GOOD_DSH[0], logs / GOOD_DSH[0].name)
@@ -198,11 +187,7 @@ def test_a_secret_crossing_the_title_cut_never_reaches_a_title(tmp_path: Path) -
             "ingest", str(project.parent), "--data", str(data), "--redact-secrets", mode
         )
         assert code == 0, err
-        conn = sqlite3.connect(f"file:{data / SQLITE_NAME}?mode=ro", uri=True)
-        try:
-            (title,) = conn.execute("SELECT title FROM sessions WHERE id = ?", (sid,)).fetchone()
-        finally:
-            conn.close()
+        title = stored_titles(data)[sid] or ""
         assert "deploy with [REDACTED:github-token]" in title, title
         for tool, args in (
             ("session_search", {"query": "staging cluster"}),

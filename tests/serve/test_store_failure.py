@@ -8,7 +8,7 @@ from pathlib import Path
 
 import aiohttp
 
-from indexer.store.layout import SQLITE_NAME
+from tests.data_dirs import unstartable_data_dir
 from tests.data_paths import CORPUS_DIR
 from tests.serve.conftest import call_body, embedded_service, eventually, running_embedded
 from worker.http.api import HttpApi
@@ -18,9 +18,7 @@ CALLER = "e128dda9-ed11-4868-8266-0ef90d03c3d6"  # the log's own id
 
 
 async def test_every_call_says_why_the_store_cannot_start(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / SQLITE_NAME).write_bytes(b"this is not an SQLite database" * 100)
+    data = unstartable_data_dir(tmp_path / "data")
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / LOG.name).write_bytes(LOG.read_bytes())

@@ -47,7 +47,14 @@ from indexer.model.records import nesting_exceeds
 from indexer.model.shapes import EventShapeError, check_message_shape
 from indexer.surface.fold import FoldedLog, FoldStep, SurfaceFold
 
-__all__ = ["STEP_START", "EventBuilder", "Importer", "import_pieces", "import_whole"]
+__all__ = [
+    "STEP_START",
+    "EventBuilder",
+    "Importer",
+    "MakeImporter",
+    "import_pieces",
+    "import_whole",
+]
 
 STEP_START: Final = "step/start"
 

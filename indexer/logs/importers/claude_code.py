@@ -26,7 +26,7 @@ from typing import Any, Final
 import orjson
 
 from indexer.logs.files import open_regular
-from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
+from indexer.logs.importers.builder import EventBuilder, import_whole
 from indexer.logs.importers.common import (
     CLAUDE_CODE,
     assistant_message,
@@ -37,10 +37,10 @@ from indexer.logs.importers.common import (
     tool_result_message,
     user_message,
 )
-from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, SessionLog
+from indexer.logs.reader import SessionLog
 from indexer.model.header import SessionHeader
 
-__all__ = ["CLAUDE_RECORD_TYPES", "claude_code_pieces", "read_claude_code", "subagent_of"]
+__all__ = ["CLAUDE_RECORD_TYPES", "ClaudeCodeImporter", "read_claude_code", "subagent_of"]
 
 CLAUDE_RECORD_TYPES: Final = frozenset(
     {"user", "assistant", "summary", "system", "file-history-snapshot", "queue-operation"}
@@ -213,7 +213,7 @@ def _parent_from_layout(path: Path) -> str | None:
     return None
 
 
-class _Transcript:
+class ClaudeCodeImporter:
     """The :class:`~indexer.logs.importers.builder.Importer` of one transcript: each
     record mapped in file order, the header from the first record giving each field."""
 
@@ -281,20 +281,9 @@ class _Transcript:
         return _header(b.path, session_id, self.agent_id, self.cwd, self.created)
 
 
-def claude_code_pieces(
-    path: Path | str, *, max_events: int | None = PIECE_EVENTS, max_bytes: int = PIECE_BYTES
-) -> Iterator[SessionLog]:
-    """One Claude Code transcript (main session or subagent) in pieces
-    (``indexer.logs.importers.builder``). Raises :class:`LogRejectedError`
-    (``<path>:<line>: <why>``) for a line that is not a JSON object with a string
-    ``type`` (a torn last line included: the watcher reads the file again when it
-    grows), and for a file without a ``sessionId`` or a timestamp."""
-    return import_pieces(Path(path), _Transcript, max_events=max_events, max_bytes=max_bytes)
-
-
 def read_claude_code(path: Path | str) -> SessionLog:
-    """One Claude Code transcript as one piece (:func:`claude_code_pieces`)."""
-    return import_whole(Path(path), _Transcript)
+    """One Claude Code transcript as one piece (:class:`ClaudeCodeImporter`)."""
+    return import_whole(Path(path), ClaudeCodeImporter)
 
 
 def _header(

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
+from indexer.logs.importers.builder import EventBuilder, import_whole
 from indexer.logs.importers.codex_review import review_parent
 from indexer.logs.importers.common import (
     CODEX,
@@ -37,10 +37,10 @@ from indexer.logs.importers.common import (
     tool_result_message,
     user_message,
 )
-from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, SessionLog
+from indexer.logs.reader import SessionLog
 from indexer.model.header import SessionHeader
 
-__all__ = ["codex_pieces", "read_codex"]
+__all__ = ["CodexImporter", "read_codex"]
 
 _TEXT_ITEMS: Final = frozenset({"input_text", "output_text", "text"})
 _CALLS: Final = frozenset(
@@ -202,7 +202,7 @@ def _is_review(meta: dict[str, Any]) -> bool:
     return isinstance(source, dict) and source.get("subagent") == "review"
 
 
-class _Codex:
+class CodexImporter:
     """The :class:`~indexer.logs.importers.builder.Importer` of one rollout: the header
     from its first ``session_meta``."""
 
@@ -277,15 +277,6 @@ class _Codex:
         )
 
 
-def codex_pieces(
-    path: Path | str, *, max_events: int | None = PIECE_EVENTS, max_bytes: int = PIECE_BYTES
-) -> Iterator[SessionLog]:
-    """One Codex rollout in pieces (``indexer.logs.importers.builder``); raises
-    :class:`LogRejectedError` (``<path>:<line>: <why>``) for a broken line and for a
-    rollout without a ``session_meta`` id."""
-    return import_pieces(Path(path), _Codex, max_events=max_events, max_bytes=max_bytes)
-
-
 def read_codex(path: Path | str) -> SessionLog:
-    """One Codex rollout as one piece (:func:`codex_pieces`)."""
-    return import_whole(Path(path), _Codex)
+    """One Codex rollout as one piece (:class:`CodexImporter`)."""
+    return import_whole(Path(path), CodexImporter)

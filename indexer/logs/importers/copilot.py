@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from indexer.logs.files import open_regular
-from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
+from indexer.logs.importers.builder import EventBuilder, import_whole
 from indexer.logs.importers.common import (
     COPILOT_CLI,
     assistant_message,
@@ -32,10 +32,10 @@ from indexer.logs.importers.common import (
     tool_result_message,
     user_message,
 )
-from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, SessionLog
+from indexer.logs.reader import SessionLog
 from indexer.model.header import SessionHeader
 
-__all__ = ["COPILOT_EVENT_TYPES", "copilot_pieces", "read_copilot"]
+__all__ = ["COPILOT_EVENT_TYPES", "CopilotImporter", "read_copilot"]
 
 COPILOT_EVENT_TYPES: Final = frozenset(
     {
@@ -137,7 +137,7 @@ class _Events:
             b.add(f"{COPILOT_CLI}/{kind}", time, record)
 
 
-class _Copilot:
+class CopilotImporter:
     """The :class:`~indexer.logs.importers.builder.Importer` of one event log: the
     header from its first ``session.start``."""
 
@@ -180,15 +180,6 @@ class _Copilot:
         )
 
 
-def copilot_pieces(
-    path: Path | str, *, max_events: int | None = PIECE_EVENTS, max_bytes: int = PIECE_BYTES
-) -> Iterator[SessionLog]:
-    """One Copilot CLI event log in pieces (``indexer.logs.importers.builder``); raises
-    :class:`LogRejectedError` for a broken line and for a log without a
-    ``session.start`` session id."""
-    return import_pieces(Path(path), _Copilot, max_events=max_events, max_bytes=max_bytes)
-
-
 def read_copilot(path: Path | str) -> SessionLog:
-    """One Copilot CLI event log as one piece (:func:`copilot_pieces`)."""
-    return import_whole(Path(path), _Copilot)
+    """One Copilot CLI event log as one piece (:class:`CopilotImporter`)."""
+    return import_whole(Path(path), CopilotImporter)

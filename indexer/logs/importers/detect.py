@@ -22,16 +22,17 @@ from typing import Final
 from indexer.errors import LogValidationError
 from indexer.formats import FORMATS, LogFormat
 from indexer.logs.files import Skipped, classify, open_regular, real_key
+from indexer.logs.importers.builder import MakeImporter, import_pieces
 from indexer.logs.importers.claude_code import (
     CLAUDE_RECORD_TYPES,
-    claude_code_pieces,
+    ClaudeCodeImporter,
     subagent_of,
 )
-from indexer.logs.importers.codex import codex_pieces
-from indexer.logs.importers.copilot import COPILOT_EVENT_TYPES, copilot_pieces
+from indexer.logs.importers.codex import CodexImporter
+from indexer.logs.importers.copilot import COPILOT_EVENT_TYPES, CopilotImporter
 from indexer.logs.importers.documents import members
-from indexer.logs.importers.gemini import gemini_pieces, is_gemini_document
-from indexer.logs.importers.opencode import is_opencode_session, opencode_pieces
+from indexer.logs.importers.gemini import GeminiImporter, is_gemini_document
+from indexer.logs.importers.opencode import OpenCodeImporter, is_opencode_session
 from indexer.logs.importers.trees import TreeFormat, tree_files, tree_format
 from indexer.logs.jsonl import ZSTD_MAGIC
 from indexer.logs.reader import (
@@ -264,20 +265,23 @@ def discover_sources(
     return discover_report(paths, format).sources
 
 
+_IMPORTERS: Final[dict[str, MakeImporter]] = {
+    "claude-code": ClaudeCodeImporter,
+    "codex": CodexImporter,
+    "opencode": OpenCodeImporter,
+    "copilot": CopilotImporter,
+}
+
+
 def _pieces(source: LogSource, max_events: int | None) -> Iterator[SessionLog]:
     """The pieces of another agent's log (``indexer.logs.importers.builder``)."""
-    fmt, path = source.format, source.path
-    if fmt == "claude-code":
-        return claude_code_pieces(path, max_events=max_events)
-    if fmt == "codex":
-        return codex_pieces(path, max_events=max_events)
-    if fmt == "gemini":
-        return gemini_pieces(path, source.known_paths, max_events=max_events)
-    if fmt == "opencode":
-        return opencode_pieces(path, max_events=max_events)
-    if fmt == "copilot":
-        return copilot_pieces(path, max_events=max_events)
-    raise AssertionError(f"no importer reads {fmt}")
+    known = source.known_paths
+    make = (
+        (lambda b: GeminiImporter(b, known))
+        if source.format == "gemini"
+        else _IMPORTERS[source.format]
+    )
+    return import_pieces(source.path, make, max_events=max_events)
 
 
 def _read(source: LogSource) -> SessionLog:

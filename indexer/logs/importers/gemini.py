@@ -42,7 +42,7 @@ import orjson
 
 from indexer.errors import LogValidationError
 from indexer.logs.files import open_regular
-from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
+from indexer.logs.importers.builder import EventBuilder, import_whole
 from indexer.logs.importers.common import (
     GEMINI_CLI,
     QWEN_CODE,
@@ -55,10 +55,10 @@ from indexer.logs.importers.common import (
 )
 from indexer.logs.importers.documents import Document, open_document
 from indexer.logs.jsonl import MAX_DECOMPRESSED_BYTES, iter_lines
-from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, SessionLog
+from indexer.logs.reader import SessionLog
 from indexer.model.header import SessionHeader
 
-__all__ = ["gemini_pieces", "is_gemini_document", "project_hash", "read_gemini"]
+__all__ = ["GeminiImporter", "is_gemini_document", "project_hash", "read_gemini"]
 
 MAX_DOCUMENT_BYTES: Final = MAX_DECOMPRESSED_BYTES
 """The largest ``.json`` chat document read (streamed: its size is not what is held)."""
@@ -250,7 +250,7 @@ def _cwd(path: Path, meta: dict[str, Any], known: Iterable[str], agent: str) -> 
     return f"/{'qwen' if agent == QWEN_CODE else 'gemini'}-project/{wanted}"
 
 
-class _Gemini:
+class GeminiImporter:
     """The :class:`~indexer.logs.importers.builder.Importer` of one chat: a ``.jsonl``
     file's lines, or a ``.json`` document's messages then its summary (its other members
     read first, streamed: ``indexer.logs.importers.documents``)."""
@@ -332,24 +332,7 @@ _SUMMARY: Final = object()
 """The unit after a document's messages: its ``summary`` member."""
 
 
-def gemini_pieces(
-    path: Path | str,
-    known_paths: Iterable[str] = (),
-    *,
-    max_events: int | None = PIECE_EVENTS,
-    max_bytes: int = PIECE_BYTES,
-) -> Iterator[SessionLog]:
-    """One Gemini CLI / Qwen Code chat (``.json`` document or ``.jsonl`` records) in
-    pieces (``indexer.logs.importers.builder``); raises :class:`LogRejectedError` for a
-    broken line, a document that is not a chat, or one without a ``sessionId`` or any
-    timestamp."""
-    known = tuple(known_paths)
-    return import_pieces(
-        Path(path), lambda b: _Gemini(b, known), max_events=max_events, max_bytes=max_bytes
-    )
-
-
 def read_gemini(path: Path | str, known_paths: Iterable[str] = ()) -> SessionLog:
-    """One chat as one piece (:func:`gemini_pieces`)."""
+    """One chat as one piece (:class:`GeminiImporter`)."""
     known = tuple(known_paths)
-    return import_whole(Path(path), lambda b: _Gemini(b, known))
+    return import_whole(Path(path), lambda b: GeminiImporter(b, known))

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from indexer.errors import LogValidationError
 from indexer.logs.files import open_regular
-from indexer.logs.importers.builder import EventBuilder, import_pieces, import_whole
+from indexer.logs.importers.builder import EventBuilder, import_whole
 from indexer.logs.importers.common import (
     OPENCODE,
     assistant_message,
@@ -42,10 +42,10 @@ from indexer.logs.importers.common import (
     tool_result_message,
     user_message,
 )
-from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, LogRejectedError, SessionLog, parse_line
+from indexer.logs.reader import LogRejectedError, SessionLog, parse_line
 from indexer.model.header import SessionHeader, is_safe_int
 
-__all__ = ["is_opencode_session", "opencode_pieces", "read_opencode"]
+__all__ = ["OpenCodeImporter", "is_opencode_session", "read_opencode"]
 
 MAX_PART_BYTES: Final = 64 << 20
 """The largest message or part document read (a tool's whole output can be in one)."""
@@ -155,7 +155,7 @@ def _assistant(b: EventBuilder, file: str, message: dict[str, Any], parts: list[
         b.add(f"{OPENCODE}/{kind if isinstance(kind, str) else 'part'}", time, part)
 
 
-class _Session:
+class OpenCodeImporter:
     """The :class:`~indexer.logs.importers.builder.Importer` of one session: its
     messages in ``(time.created, id)`` order, each read with its parts when it is
     mapped (what is held is one message's files, not the session's)."""
@@ -225,15 +225,6 @@ class _Session:
         )
 
 
-def opencode_pieces(
-    path: Path | str, *, max_events: int | None = PIECE_EVENTS, max_bytes: int = PIECE_BYTES
-) -> Iterator[SessionLog]:
-    """One OpenCode session (its session file, messages and parts) in pieces
-    (``indexer.logs.importers.builder``); raises :class:`LogRejectedError` for a
-    document that is not JSON or a session file without an id or creation time."""
-    return import_pieces(Path(path), _Session, max_events=max_events, max_bytes=max_bytes)
-
-
 def read_opencode(path: Path | str) -> SessionLog:
-    """One OpenCode session as one piece (:func:`opencode_pieces`)."""
-    return import_whole(Path(path), _Session)
+    """One OpenCode session as one piece (:class:`OpenCodeImporter`)."""
+    return import_whole(Path(path), OpenCodeImporter)
