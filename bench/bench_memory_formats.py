@@ -91,7 +91,7 @@ def _row(r: dict[str, Any]) -> str:
     if base:
         line += f" {base['peak_rss_mb']:>8,.0f} | {base['wall_s']:>7.1f} |"
     else:
-        line += f" {r.get('baseline_note', 'not run'):>18} |"
+        line += f" {r.get('baseline_note', 'not run'):>18} | |"
     return line
 
 
@@ -119,7 +119,10 @@ def main() -> None:
             row["format"] = "dsh, 300,000 one-line msgs"
         row["this"] = ingest(ROOT, [path], jobs=1)
         if baseline is not None and _fits(rows, fmt, mib, args.baseline_cap_gb):
-            row["baseline"] = ingest(baseline, [path], jobs=1)
+            try:
+                row["baseline"] = ingest(baseline, [path], jobs=1)
+            except RuntimeError as exc:  # the baseline refused the log (exit 1)
+                row["baseline_note"] = "refused: " + str(exc).strip().splitlines()[-1][-60:]
         elif baseline is not None:
             row["baseline_note"] = f"over {args.baseline_cap_gb:g} GB"
         for side in ("this", "baseline"):

@@ -15,9 +15,9 @@ every log, is read whole, as it always was). After it, a broken rule ends the st
 the valid events before the broken line go out as a last piece, then the rejection is
 raised, so a long log's consumer holds everything before it (``indexer.sources.files``
 holds such a session at that seq). Across pieces the reader keeps only the fold: the
-surface's nodes and the raw JSON of its current ``tool/result`` nodes, the one thing a
-later event may look up (SPEC §2.1 rule 5: a ``tool/result`` replace compares the
-result it rewrites); that is the size of the model's context, not of the log.
+surface's nodes and a 16-byte digest of each current ``tool/result`` node, the one thing
+a later event may look up (SPEC §2.1 rule 5: a ``tool/result`` replace compares the
+result it rewrites, its content blanked: ``indexer.surface.result_shape``).
 :func:`read_log` is the one piece of a whole log.
 
 Per-event work is kept to one ``orjson.loads`` per line, one ``orjson.dumps`` per event
@@ -51,6 +51,7 @@ from indexer.model.header import SessionHeader, parse_header
 from indexer.model.records import MAX_NESTING, nesting_exceeds
 from indexer.surface.fold import FoldedLog, FoldStep, SurfaceFold
 from indexer.surface.jstext import to_well_formed
+from indexer.surface.result_shape import ResultShape
 
 __all__ = [
     "MAX_LOG_NESTING",
@@ -70,7 +71,7 @@ __all__ = [
 PIECE_EVENTS: Final = 10_000
 """Events in one piece at most: applying a piece holds a few KB per event (its objects,
 plan and index documents), so a piece of one-line messages stays under ~60 MB."""
-PIECE_BYTES: Final = 8 << 20
+PIECE_BYTES: Final = 4 << 20
 """Bytes of lines after which a piece ends (the line that crosses it is its last)."""
 
 
@@ -159,29 +160,27 @@ class ReadState:
     position: Position
     count: int  # events read (the next seq)
     nodes: list[int]
-    results: dict[int, bytes]  # raw JSON of the current tool/result nodes
+    results: dict[int, bytes]  # the rule-5 digest of each current tool/result node
 
 
 class _Results:
-    """The fold's look-up of an earlier event (SPEC §2.1 rule 5, ``SurfaceFold.step``):
-    only a current surface node is ever asked for, and of one that is not a
-    ``tool/result`` only its type is read. So the raw JSON of the current ``tool/result``
-    nodes is all that is kept, whatever piece they came in."""
+    """The fold's look-up of an earlier node (SPEC §2.1 rule 5, ``SurfaceFold.step``):
+    only a current surface node is ever asked for, and only what the rule compares of
+    it (``ResultShape``). So the digest of each current ``tool/result`` node is all that
+    is kept, whatever piece it came in: 16 bytes a node, never the result itself."""
 
     def __init__(self, results: dict[int, bytes]) -> None:
-        self.raw = results
+        self.digests = results
 
-    def event_at(self, seq: int) -> SessionEvent:
-        raw = self.raw.get(seq)
-        if raw is None:  # a current node of another type
-            return SessionEvent(type="", seq=seq, time=0, obj={}, raw=b"")
-        return SessionEvent.from_obj(parse_line(raw), raw)
+    def event_at(self, seq: int) -> ResultShape:
+        digest = self.digests.get(seq)
+        return ResultShape(False) if digest is None else ResultShape(True, digest)
 
     def after(self, event: SessionEvent, step: FoldStep) -> None:
         for seq in step.shadowed:
-            self.raw.pop(seq, None)
+            self.digests.pop(seq, None)
         if step.kind != "log-only" and event.type == "tool/result":
-            self.raw[event.seq] = event.raw
+            self.digests[event.seq] = ResultShape.of(event).digest
 
 
 @dataclass(slots=True)
@@ -243,7 +242,7 @@ class LogPieces:
                 at_line = line_no
                 if lines.end is not None and before_last is None and header is not None:
                     before_last = ReadState(
-                        header, lines.end, count, list(fold.nodes), dict(results.raw)
+                        header, lines.end, count, list(fold.nodes), dict(results.digests)
                     )
                 if full:
                     yield self._out(header, piece, fold, final=False)
@@ -299,7 +298,7 @@ class LogPieces:
         if before_last is not None:
             self.end = before_last
         elif lines.end is not None:
-            self.end = ReadState(header, lines.end, count, fold.nodes, results.raw)
+            self.end = ReadState(header, lines.end, count, fold.nodes, results.digests)
         yield self._out(header, piece, fold, final=True)
 
     def _out(

@@ -167,7 +167,7 @@ class StoreWriterSettings(RedactingSettings):
         default=BATCH_BYTES,
         ge=1 << 20,
         description="commit once the open batch holds this many bytes of index work"
-        " (documents' text, queued deletes), whatever its count of records",
+        " (Tantivy's queued deletes), whatever its count of records",
     )
 
     @field_validator("failpoint")

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["BATCH_BYTES"]
+__all__ = ["BATCH_BYTES", "INDEX_HEAP_BYTES"]
 
 BATCH_BYTES: Final = 32 << 20
 """The open batch's bound by default: with Tantivy's heap budget and a piece of a log
 being read, a writer's peak stays under 400 MB (``bench/bench_memory_formats.py``)."""
+
+INDEX_HEAP_BYTES: Final = 64_000_000
+"""Tantivy's indexing heap: past it the writer flushes a segment of its own. A batch of
+one-line messages fills it as much as one of long results; twice as much bought no
+speed (``bench/bench_memory_formats.py``)."""

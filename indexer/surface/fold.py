@@ -18,16 +18,23 @@ from indexer.errors import LogValidationError
 from indexer.model.event import SURFACE_ELIGIBLE, SessionEvent
 from indexer.model.header import is_nonneg_safe_int
 from indexer.model.search import Surface
+from indexer.surface.result_shape import ResultShape
 
 __all__ = [
     "FoldResult",
     "FoldStep",
     "FoldViolation",
+    "NodeLookup",
+    "ResultShape",
     "SurfaceFold",
     "classify",
     "fold",
     "json_equal",
 ]
+
+
+NodeLookup = Callable[[int], "SessionEvent | ResultShape"]
+"""An earlier node of the log by seq: the event, or what rule 5 compares of it."""
 
 
 class FoldViolation(LogValidationError):
@@ -60,14 +67,14 @@ class SurfaceFold:
         self.nodes: list[int] = list(nodes)
         self.next_seq: int = next_seq
 
-    def step(self, event: SessionEvent, event_at: Callable[[int], SessionEvent]) -> FoldStep:
+    def step(self, event: SessionEvent, event_at: NodeLookup) -> FoldStep:
         """Validate ``event`` against the SPEC §2.1 rules in order, then apply it.
 
         Order: (1) contiguity, (2) eligibility and the ``surfaceOp`` marker, (3) the
         replace range, (4) provenance, (5) the tool/result rewrite rule, (6) apply.
-        ``event_at(seq)`` returns an earlier event of the same log; it is called only
-        for rule 5 (the shadowed node's type and data). Raises :class:`FoldViolation`
-        and changes nothing when a rule is broken.
+        ``event_at(seq)`` returns an earlier event of the same log, or only its
+        ``ResultShape``; it is called only for rule 5 (the shadowed node's type and
+        data). Raises :class:`FoldViolation` and changes nothing when a rule is broken.
         """
         seq = event.seq
         if seq != self.next_seq:
@@ -202,53 +209,17 @@ def _check_sources(event: SessionEvent, shadowed: tuple[int, ...]) -> tuple[int,
 def _check_tool_result_rewrite(
     event: SessionEvent,
     shadowed: tuple[int, ...],
-    event_at: Callable[[int], SessionEvent],
+    event_at: NodeLookup,
 ) -> None:
     """SPEC §2.1 step 5: a tool/result replace may only rewrite one result's content."""
     if len(shadowed) != 1:
         raise FoldViolation("tool/result surface replacement must rewrite exactly one current node")
-    original = event_at(shadowed[0])
-    if original.type != "tool/result":
+    found = event_at(shadowed[0])
+    original = found if isinstance(found, ResultShape) else ResultShape.of(found)
+    if not original.is_result:
         raise FoldViolation("tool/result surface replacement must target a current tool/result")
-    if not json_equal(_blank_result_content(original.data), _blank_result_content(event.data)):
+    if original != ResultShape.of(event):
         raise FoldViolation("tool/result surface replacement may change only content")
-
-
-def _blank_first_block(content: Any) -> list[Any]:
-    """``[{...content[0], content: null}]`` - only block 0 is compared (SPEC quirk)."""
-    first = content[0] if isinstance(content, list) and content else None
-    block: dict[str, Any] = dict(first) if isinstance(first, dict) else {}
-    block["content"] = None
-    return [block]
-
-
-def _blank_result_content(data: Any) -> Any:
-    """``data`` with the nested result content blanked, everything else kept.
-
-    Current shape: ``message.content[0].content`` is blanked. Older shape without
-    ``message`` (deliberate difference 9): ``data.content`` holds the result content
-    itself, so it is blanked whole - unless it is a list of ``tool-result`` blocks, which
-    is blanked like ``message.content``.
-    """
-    if not isinstance(data, dict):
-        return data
-    if "message" in data:
-        message = data["message"]
-        if not isinstance(message, dict):
-            return data
-        blanked = {**message, "content": _blank_first_block(message.get("content"))}
-        return {**data, "message": blanked}
-    if "content" not in data:
-        return data
-    content = data["content"]
-    if (
-        isinstance(content, list)
-        and content
-        and isinstance(content[0], dict)
-        and content[0].get("type") == "tool-result"
-    ):
-        return {**data, "content": _blank_first_block(content)}
-    return {**data, "content": None}
 
 
 def json_equal(a: Any, b: Any) -> bool:

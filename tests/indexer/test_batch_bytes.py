@@ -9,6 +9,9 @@ every source commits once the store says its batch is full.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import tantivy
@@ -16,7 +19,8 @@ import tantivy
 from indexer.logs.importers import discover_sources
 from indexer.sources.files import ingest_files
 from indexer.store.records.store import Store
-from indexer.store.tantivy.staging import DELETE_BYTES, Staging
+from indexer.store.tantivy.staging import DELETE_BYTES, QUERY, Staging
+from tests.data_paths import REPO_ROOT
 
 SID = "ba7c0000-0000-4000-8000-000000000001"
 
@@ -37,17 +41,17 @@ def _one_liners(path: Path, messages: int) -> Path:
     return path
 
 
-def test_the_staging_counts_text_and_deletes_until_the_batch_ends() -> None:
+def test_the_staging_counts_what_tantivy_holds_until_the_batch_ends() -> None:
     staging = Staging()
-    staging.add("key", "k1", tantivy.Document(), 100)
-    staging.add("", "", tantivy.Document(), 40)  # an add under the session's delete
+    staging.add("key", "k1", tantivy.Document())  # a delete by key, then an add
+    staging.add("", "", tantivy.Document())  # an add under an earlier delete
     mark = staging.mark()
-    staging.add("session", "s", None, 0)
-    assert staging.pending_bytes == 100 + 40 + 2 * DELETE_BYTES
+    staging.add(QUERY, tantivy.Query.all_query(), None)
+    assert staging.pending_bytes == 2 * DELETE_BYTES
     staging.rollback_to(mark)  # a record that failed drops its own
-    assert staging.pending_bytes == 140 + DELETE_BYTES
+    assert staging.pending_bytes == DELETE_BYTES
     assert len(staging.take()) == 2 and staging.ops == []
-    assert staging.pending_bytes == 140 + DELETE_BYTES  # handed over: held until the commit
+    assert staging.pending_bytes == DELETE_BYTES  # handed over: held until the commit
     staging.clear()
     assert staging.pending_bytes == 0
 
@@ -58,7 +62,9 @@ def test_ingest_commits_when_the_batch_holds_its_bytes_whatever_its_records(
     log = _one_liners(tmp_path / "log.jsonl", 6_000)
     sources = discover_sources([log])
     commits = {}
-    for bound in (1 << 20, 1 << 30):
+    # Each piece after the first deletes its events' seq range once: a bound of three
+    # deletes is passed every few pieces; a bound of 1 GiB commits once, at the end.
+    for bound in (3 * DELETE_BYTES, 1 << 30):
         store = Store(tmp_path / f"data-{bound}", batch_bytes=bound)
         try:
             summary = ingest_files(store, sources, commit_every_events=10**9, piece_events=1_000)
@@ -67,7 +73,27 @@ def test_ingest_commits_when_the_batch_holds_its_bytes_whatever_its_records(
             store.close()
         assert summary.events == 6_000 and not summary.rejected
         commits[bound] = summary.commits
-    # 6,000 documents after the first piece's, each staging a delete of its own: past
-    # 1 MiB every few pieces; a bound of 1 GiB commits once, at the end.
     assert commits[1 << 30] == 1
-    assert commits[1 << 20] >= 3, commits
+    assert commits[3 * DELETE_BYTES] >= 2, commits
+
+
+def test_a_later_piece_deletes_what_a_crash_left_in_its_seq_range(tmp_path: Path) -> None:
+    """A crash between the index's commit and the tables' leaves documents at seqs the
+    tables lack; re-applied, a later piece's one range delete removes them before its
+    own are added (as a delete per document did): every event is indexed once."""
+    log = _one_liners(tmp_path / "log.jsonl", 25_000)  # three pieces
+    data = tmp_path / "data"
+    argv = [sys.executable, "-m", "worker", "ingest", str(log), "--data", str(data)]
+    argv += ["--commit-every", "10000", "--jobs", "1"]  # a commit after each piece
+    env = {**os.environ, "SESSIONQ_FAILPOINT": "after-index-commit:2"}
+    crashed = subprocess.run(argv, env=env, cwd=REPO_ROOT, capture_output=True, timeout=300)
+    assert crashed.returncode == 137, crashed.stderr  # killed between the two commits
+    store = Store(data)
+    try:
+        state = store.tables.session_state(SID)
+        assert state is not None and state.next_seq == 10_000  # the tables: one piece
+        assert store.index.num_docs() == 20_000  # the index: two
+        ingest_files(store, discover_sources([log]))
+        assert store.index.num_docs() == 25_000
+    finally:
+        store.close()

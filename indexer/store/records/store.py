@@ -47,7 +47,7 @@ from indexer.redact import DEFAULT, Redaction
 from indexer.redact.counts import ensure_table
 from indexer.redact.state import open_writer, record_redaction
 from indexer.store.blocks.dictionaries import Dictionaries
-from indexer.store.bounds import BATCH_BYTES
+from indexer.store.bounds import BATCH_BYTES, INDEX_HEAP_BYTES
 from indexer.store.failure import describe, is_disk_full
 from indexer.store.layout import index_path, sqlite_path
 from indexer.store.maintenance.index_format import clear_stale_index, rebuild
@@ -77,7 +77,7 @@ class Store:
         self,
         data_dir: Path,
         *,
-        heap_bytes: int = 128_000_000,
+        heap_bytes: int = INDEX_HEAP_BYTES,
         threads: int = 1,
         purge_interval_s: float | None = MIN_INTERVAL_S,
         on_purge: Callable[[PurgeReport], None] | None = None,
@@ -131,9 +131,9 @@ class Store:
 
     @property
     def pending_bytes(self) -> int:
-        """What the open batch holds until it commits: its index documents' text and
-        queued deletes (``indexer.store.tantivy.staging``); its rows are SQLite's, in
-        pages that spill to the WAL file, not held here."""
+        """What the open batch holds until it commits, besides what Tantivy's heap
+        budget bounds: its queued deletes (``indexer.store.tantivy.staging``); its rows
+        are SQLite's, in pages that spill to the WAL file, not held here."""
         return self.index.pending_bytes
 
     @property

@@ -327,8 +327,8 @@ class StoreWriter:
         docs.extend(plan.docs)
         if plan.first_seq == 0:  # every document is new (and there are no older marks)
             self.index.upsert(docs, session=sid)
-        elif docs:
-            self.index.upsert(docs)
+        elif docs:  # the new events' documents under one range delete, older ones by key
+            self.index.upsert(docs, new_seqs=(sid, plan.first_seq, plan.next_seq))
         return Applied("events", sid, events=plan.events, documents=len(plan.docs))
 
     def reindex(self, session_ids: Iterable[str], *, recount: bool = False) -> int:

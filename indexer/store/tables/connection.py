@@ -10,6 +10,10 @@ from typing import Final
 from indexer.store.private import create_file
 
 PAGE_SIZE: Final = 1024
+READER_CACHE_KIB: Final = 65536
+WRITER_CACHE_KIB: Final = 16384
+"""A writer's page cache: what it writes goes to the WAL file when the cache is full,
+so more cache only holds dirty pages longer (ingest is as fast at 16 MiB as at 64)."""
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -32,5 +36,5 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB if readonly else WRITER_CACHE_KIB}")
     return conn

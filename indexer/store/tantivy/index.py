@@ -16,10 +16,12 @@ import tantivy
 
 from indexer.errors import IndexFailedError
 from indexer.model.search import EventHit, EventMetadataFilter, SessionFilter
+from indexer.store.bounds import INDEX_HEAP_BYTES
 from indexer.store.private import make_dirs
 from indexer.store.tantivy import search
 from indexer.store.tantivy.analyzer import ANALYZER, ANALYZER_NAME
-from indexer.store.tantivy.queries import term
+from indexer.store.tantivy.ordinals import Ordinals
+from indexer.store.tantivy.queries import session_seqs
 from indexer.store.tantivy.schema import (
     IndexDoc,
     build_schema,
@@ -29,7 +31,7 @@ from indexer.store.tantivy.schema import (
     schema_of,
 )
 from indexer.store.tantivy.segments import segment_sessions
-from indexer.store.tantivy.staging import Staging
+from indexer.store.tantivy.staging import QUERY, Staging
 
 _OPEN_ATTEMPTS: Final = 5
 
@@ -59,7 +61,7 @@ class TantivyIndex:
         path: Path,
         *,
         writable: bool,
-        heap_bytes: int = 128_000_000,
+        heap_bytes: int = INDEX_HEAP_BYTES,
         threads: int = 1,
     ) -> None:
         self.path = path
@@ -73,8 +75,7 @@ class TantivyIndex:
         self._meta_path = str(path / "meta.json")
         # Session ordinals, allocated by the writer: never reused within a process, and
         # reused across processes only once no live document carries them.
-        self._ordinals: dict[str, int] = {}
-        self._next_ordinal = 1
+        self._ordinals = Ordinals(self._searcher, self._schema)
         self._closed = False
         self._staging = Staging()
         if writable:
@@ -85,7 +86,7 @@ class TantivyIndex:
             self._index = index
             self._writer = index.writer(heap_size=heap_bytes, num_threads=threads)
             self._reload_index()
-            self._next_ordinal = self._max_ordinal() + 1
+            self._ordinals.start_after_the_largest()
         else:
             self._open_reader()
 
@@ -189,68 +190,57 @@ class TantivyIndex:
             raise RuntimeError(f"Tantivy index at {self.path} is not open for writing")
         return self._writer
 
-    def _max_ordinal(self) -> int:
-        searcher = self._searcher()
-        if searcher is None or searcher.num_docs == 0:
-            return 0
-        hits = searcher.search(
-            tantivy.Query.all_query(), limit=1, count=False, order_by_field="sid"
-        ).hits
-        return int(hits[0][0]) if hits else 0
-
-    def _ordinal(self, session_id: str) -> int:
-        """The ordinal the session's committed documents carry, else a fresh one."""
-        known = self._ordinals.get(session_id)
-        if known is not None:
-            return known
-        ordinal: int | None = None
-        searcher = self._searcher()
-        if searcher is not None:
-            query = term(self._schema, "session", raw_term(session_id))
-            hits = searcher.search(query, limit=1, count=False).hits
-            if hits:
-                value = searcher.fast_field_values("sid", [hits[0][1]])[0]
-                ordinal = value if isinstance(value, int) else None
-        if ordinal is None:
-            return self._new_ordinal(session_id)
-        self._ordinals[session_id] = ordinal
-        return ordinal
-
-    def _new_ordinal(self, session_id: str) -> int:
-        ordinal = self._ordinals[session_id] = self._next_ordinal
-        self._next_ordinal += 1
-        return ordinal
-
-    def upsert(self, docs: Iterable[IndexDoc], *, session: str | None = None) -> None:
+    def upsert(
+        self,
+        docs: Iterable[IndexDoc],
+        *,
+        session: str | None = None,
+        new_seqs: tuple[str, int, int] | None = None,
+    ) -> None:
         """Stage each document: delete the document with its (session id, seq), then add.
 
         Tantivy applies a delete to documents added before it, so the add survives and
-        applying the same document twice leaves exactly one copy.
+        applying the same document twice leaves one copy.
 
         ``session``: ``docs`` are all of that session's documents (its stored events are
         all new: a whole log, a first batch). Then one delete of the session replaces the
         delete per document (cheaper, and a leftover document of the session goes too),
         and the documents get a new ordinal unless this writer gave the session one
         already: none of the old documents survives the delete.
+
+        ``new_seqs`` ``(session, first, end)``: that session's documents with a seq in
+        ``[first, end)`` are of new events (a later piece or record); one delete of the
+        range stands for theirs (a document a crash left there goes too), the others
+        (older events re-added as shadowed) are deleted one by one.
         """
         self._require_writer()
         staging = self._staging
         mark = staging.mark()
         ordinal: int | None = None
         if session is not None:
-            staging.add("session", raw_term(session), None, 0)
-            ordinal = self._ordinals.get(session)
-            if ordinal is None:
-                ordinal = self._new_ordinal(session)
+            staging.add("session", raw_term(session), None)
+            ordinal = self._ordinals.given(session)
+        elif new_seqs is not None:
+            staging.add(QUERY, session_seqs(self._schema, *new_seqs), None)
         for d in docs:
             try:
-                if ordinal is None:
-                    key, doc = document(d, self._ordinal(d.session_id))
-                    staging.add("key", key, doc, len(d.text))
-                else:
+                if ordinal is not None:
                     assert d.session_id == session, "a document of another session"
                     # field "": an add without a delete (the session's delete covers it)
-                    staging.add("", "", document(d, ordinal)[1], len(d.text))
+                    staging.add("", "", document(d, ordinal)[1])
+                elif (
+                    new_seqs is not None
+                    and d.session_id == new_seqs[0]
+                    and (new_seqs[1] <= d.seq < new_seqs[2])
+                ):
+                    staging.add(
+                        "",
+                        "",
+                        document(d, self._ordinals.of(d.session_id))[1],
+                    )
+                else:
+                    key, doc = document(d, self._ordinals.of(d.session_id))
+                    staging.add("key", key, doc)
             except ValueError as exc:
                 staging.rollback_to(mark)
                 raise IndexFailedError(f"index document {d.session_id}#{d.seq}: {exc}") from exc
@@ -261,7 +251,7 @@ class TantivyIndex:
 
     def _stage_delete(self, field: str, value: str) -> None:
         self._require_writer()
-        self._staging.add(field, value, None, 0)
+        self._staging.add(field, value, None)
 
     def mark(self) -> int:
         """A point in the staged operations to roll back to."""
@@ -282,7 +272,9 @@ class TantivyIndex:
         writer = self._require_writer()
         try:
             for field, value, doc in self._staging.take():
-                if field:
+                if field == QUERY:
+                    writer.delete_documents_by_query(value)
+                elif field:
                     writer.delete_documents_by_term(field, value)
                 if doc is not None:
                     writer.add_document(doc)

@@ -102,6 +102,19 @@ def term(schema: tantivy.Schema, field: str, value: str) -> tantivy.Query:
     return tantivy.Query.term_query(schema, field, value, index_option="basic")
 
 
+def session_seqs(schema: tantivy.Schema, session_id: str, first: int, end: int) -> tantivy.Query:
+    """The documents of ``session_id`` with a seq in ``[first, end)``."""
+    seqs = tantivy.Query.range_query(
+        schema, "seq", tantivy.FieldType.Integer, first, end, True, False
+    )
+    return tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, term(schema, "session", raw_term(session_id))),
+            (tantivy.Occur.Must, seqs),
+        ]
+    )
+
+
 UNION_TERMS: Final = 16
 """Up to this many values, a value set is a union of term queries; more, a term set."""
 
