@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
-LogFormat = Literal["dsh", "claude-code", "codex", "gemini", "opencode", "copilot"]
+LogFormat = Literal["dsh", "claude-code", "codex", "gemini", "opencode", "copilot", "aider"]
 FORMATS: Final[tuple[LogFormat, ...]] = get_args(LogFormat)
 
 SourceFormat = Literal["auto", LogFormat]

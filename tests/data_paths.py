@@ -28,3 +28,12 @@ CODEX_DIR: Final = DATA_DIR / "codex"
 GEMINI_DIR: Final = DATA_DIR / "gemini"
 OPENCODE_DIR: Final = DATA_DIR / "opencode"
 COPILOT_DIR: Final = DATA_DIR / "copilot"
+# Aider chat histories written by hand (``shop/``: a repository's history of four
+# sessions, one of them an empty launch; ``copies/``: a copy named
+# ``<owner>__<repo>.aider.chat.history.md``, written on Windows).
+AIDER_DIR: Final = DATA_DIR / "aider"
+# Real Aider chat histories of public repositories (raw/SOURCES.md names each one),
+# shared by the team beside the repository and never copied into it: the tests that
+# read them fail (they do not skip) when it is absent.
+RELEVANCE_RAW: Final = REPO_ROOT.parent / "shared" / "relevance" / "raw"
+RELEVANCE_MANIFEST: Final = REPO_ROOT.parent / "shared" / "relevance" / "claude" / "manifest.json"

@@ -26,7 +26,8 @@ LINEAGE_TOPIC = "sessionq.lineage"
 REPLIES_TOPIC = "sessionq.replies"
 
 FORMAT_DESCRIPTION = (
-    "log format of the paths: auto (recognised), dsh, claude-code, codex, gemini, opencode, copilot"
+    "log format of the paths: auto (recognised), dsh, claude-code, codex, gemini, opencode,"
+    " copilot, aider"
 )
 
 

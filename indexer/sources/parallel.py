@@ -81,7 +81,7 @@ def worth_a_pool(items: Sequence[Item]) -> bool:
     total = 0
     for item in items:
         try:
-            total += _path(item).stat().st_size
+            total += _size(item)
         except OSError:
             continue
         if total >= MIN_BYTES:
@@ -114,6 +114,14 @@ def default_jobs(jobs: int = 0) -> int:
 
 def _path(item: Item) -> Path:
     return item.path if isinstance(item, LogSource) else item
+
+
+def _size(item: Item) -> int:
+    """The bytes an item's log holds: its file's, or its session's in a file of many (an
+    Aider history's, as discovery found it)."""
+    if isinstance(item, LogSource) and item.section is not None:
+        return item.section.size
+    return _path(item).stat().st_size
 
 
 def prepare(
@@ -256,12 +264,12 @@ class PoolStats:
 def _weight(item: Item) -> int:
     """A file's share of what finished chunks may hold: its size (a zstd file's times
     ``ZSTD_WEIGHT``), at most a piece's (a longer log comes back unplanned)."""
-    path = _path(item)
     try:
-        size = path.stat().st_size
+        size = _size(item)
     except OSError:
         return 0
-    return min(size * ZSTD_WEIGHT if path.name.endswith(".zstd") else size, PIECE_BYTES)
+    zstd = _path(item).name.endswith(".zstd")
+    return min(size * ZSTD_WEIGHT if zstd else size, PIECE_BYTES)
 
 
 def _chunks(items: Iterable[Item]) -> Iterator[tuple[list[Item], int]]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["KINDS", "SID", "WRITERS", "Turn"]
+__all__ = ["KINDS", "SID", "WRITERS", "Turn", "aider_writes"]
 
 SID: Final = "7e57a000-0000-4000-8000-000000000001"
 Turn = tuple[str, str]  # (kind, text): user, assistant, thinking, call, result
@@ -190,10 +190,56 @@ def _opencode(root: Path, turns: list[Turn], sid: str = SID) -> Path:
     return session
 
 
+THINKING_TAG: Final = "thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b"
+
+
+def aider_writes(turns: list[Turn], started: str = "2025-11-10 10:00:00") -> list[str]:
+    """The writes Aider makes to its history playing ``turns`` (the shapes of
+    ``aider/io.py``: a start line, ``> `` output lines, ``#### `` input lines, replies
+    between blank lines), one string per write. A reply follows a user input (one is
+    written before a reply that follows none) and a token report; a call is a
+    ``/run`` command, its result the output that follows it (a ``/run`` is written
+    before a result that follows no call). The user leaves with ``/exit``."""
+    writes = [f"\n# aider chat started at {started}\n\n", "> aider --model m  \n"]
+    writes.append("> Model: openai/m with diff edit format  \n")
+    asked = ran = False
+
+    def user(text: str) -> None:
+        writes.append("\n#### " + "  \n#### ".join(text.splitlines() or [""]) + "  \n")
+
+    for kind, text in turns:
+        if kind in ("assistant", "thinking"):
+            if not asked:
+                user("go on")
+            tag = THINKING_TAG
+            body = text if kind == "assistant" else f"<{tag}>\n\n{text}\n\n</{tag}>"
+            writes += [f"\n{body.strip()}\n\n", "> Tokens: 1.0k sent, 20 received.  \n"]
+        elif kind == "result":
+            if not ran:
+                user("/run echo")
+            writes += [f"> {line}  \n" for line in text.splitlines() or [""]]
+        else:
+            user(text if kind == "user" else f"/run {text}")
+        asked = asked or kind in ("user", "call", "result")
+        ran = kind == "call"
+    user("/exit")
+    return writes
+
+
+def _aider(root: Path, turns: list[Turn], sid: str = SID) -> Path:
+    """A repository (named by ``sid``: Aider's sessions are named by their file) whose
+    history holds one session."""
+    path = root / sid / ".aider.chat.history.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(aider_writes(turns)))
+    return path
+
+
 WRITERS: Final[dict[str, Callable[[Path, list[Turn], str], Path]]] = {
     "claude-code": _claude,
     "codex": _codex,
     "gemini": _gemini,
     "copilot": _copilot,
     "opencode": _opencode,
+    "aider": _aider,
 }

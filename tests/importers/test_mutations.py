@@ -4,7 +4,9 @@ rejection, and the good logs beside it are stored.
 Hypothesis takes one file of a format's fixture tree and mutates it: a value anywhere
 in one record replaced by one of another type, an id of an odd shape, a string cut
 mid-emoji (a lone surrogate), a huge value, a record replaced whole, a line dropped or
-doubled, or the file cut at any byte. ``sessionq ingest`` then reads the mutated tree
+doubled, or the file cut at any byte (an Aider history, Markdown: a line dropped,
+doubled, replaced or inserted, among them start lines, markers and tags of odd shapes,
+bytes that are no UTF-8 and a huge line). ``sessionq ingest`` then reads the mutated tree
 beside good logs of every format (their own ids): the run exits 0 without a
 traceback, every good session is stored, and every file that was not stored is named
 in one line ``<path>:<line>: <reason>``.
@@ -23,10 +25,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.logs.importers.detect import discover_report, read_source_pieces
+from indexer.logs.importers.detect import discover_report, discover_sources, read_source_pieces
 from indexer.logs.reader import LogRejectedError
 from tests.data_dirs import stored_ids
 from tests.data_paths import (
+    AIDER_DIR,
     CLAUDE_CODE_DIR,
     CODEX_DIR,
     COPILOT_DIR,
@@ -45,6 +48,7 @@ TREES: Final = {
     "gemini": GEMINI_DIR,
     "opencode": OPENCODE_DIR,
     "copilot": COPILOT_DIR,
+    "aider": AIDER_DIR,
 }
 DSH_FILES: Final = [
     "examples__acp-agent__bash-tool-turn__session.jsonl",
@@ -132,13 +136,58 @@ def mutated_record(draw: st.DrawFn, record: Any) -> Any:
     return _replace(record, path, draw(odd_values))
 
 
+ODD_LINES: Final = [
+    b"# aider chat started at ",
+    b"# aider chat started at 2025-13-45 99:99:99",
+    b"# aider chat started at 0001-01-01 00:00:00",
+    b"####",
+    b"#### /run",
+    b"#### /ask",
+    b"#### \xff\xfe",
+    b">",
+    b"> Model: ",
+    b"> ## Running: ",
+    b"</think>",
+    b"<think>",
+    b"<thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b>",
+    b"\r",
+    b"\xed\xa0\xbd",  # a lone surrogate's UTF-8 bytes
+    b"x" * (1 << 20),
+]
+
+
+@st.composite
+def mutated_markdown(draw: st.DrawFn, data: bytes) -> bytes:
+    """An Aider history (``data``) mutated once, line by line."""
+    lines = data.split(b"\n")
+    i = draw(st.integers(0, max(0, len(lines) - 1)))
+    op = draw(st.sampled_from(["truncate", "drop", "double", "replace", "insert", "insert"]))
+    if op == "truncate":
+        return data[: draw(st.integers(0, len(data)))]
+    if op == "drop":
+        del lines[i]
+    elif op == "double":
+        lines.insert(i, lines[i])
+    else:
+        odd = draw(st.one_of(st.sampled_from(ODD_LINES), st.binary(max_size=40)))
+        if op == "replace":
+            lines[i] = odd
+        else:
+            lines.insert(i, odd)
+    return b"\n".join(lines)
+
+
 def _dump(value: Any) -> bytes:
     return json.dumps(value).encode()  # lone surrogates as \\udxxx escapes, as JavaScript
 
 
 @st.composite
-def mutated_bytes(draw: st.DrawFn, data: bytes, jsonl: bool) -> bytes:
-    """``data`` (a JSON-lines file, or one JSON document) mutated once."""
+def mutated_bytes(draw: st.DrawFn, data: bytes, suffix: str) -> bytes:
+    """``data`` (a JSON-lines file, one JSON document, or a Markdown history) mutated
+    once."""
+    if suffix == ".md":
+        return draw(mutated_markdown(data))
+    jsonl = suffix == ".jsonl"
     how = draw(st.sampled_from(["record", "record", "record", "truncate", "lines"]))
     if how == "truncate" or not data.strip():
         return data[: draw(st.integers(0, len(data)))]
@@ -169,8 +218,12 @@ def _good_logs(root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for n, (fmt, write) in enumerate(sorted(WRITERS.items())):
         sid = f"900d0000-0000-4000-8000-{n:012d}"
-        write(root / fmt, GOOD_TURNS, sid)
+        path = write(root / fmt, GOOD_TURNS, sid)
         out[fmt] = f"ses_{sid}" if fmt == "opencode" else sid
+        if fmt == "aider":  # a session of a history is named by its file
+            (source,) = discover_sources([path])
+            assert source.session_id is not None
+            out[fmt] = source.session_id
     dsh = root / "dsh"
     dsh.mkdir()
     shutil.copyfile(CORPUS_DIR / GOOD_DSH, dsh / "good.jsonl")  # not a victim: its own id
@@ -182,7 +235,8 @@ def _victims(fmt: str) -> list[Path]:
     tree = TREES[fmt]
     if fmt == "dsh":
         return [tree / name for name in DSH_FILES]
-    return sorted(p for p in tree.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))
+    suffixes = (".json", ".jsonl", ".md")
+    return sorted(p for p in tree.rglob("*") if p.is_file() and p.suffix in suffixes)
 
 
 def _tree(fmt: str, root: Path) -> Path:
@@ -213,7 +267,7 @@ def test_every_importer_is_total(
     victim = data.draw(st.sampled_from(_victims(fmt)), label="file")
     original = victim.read_bytes()
     target = _place(fmt, tree, victim)
-    target.write_bytes(data.draw(mutated_bytes(original, victim.suffix == ".jsonl")))
+    target.write_bytes(data.draw(mutated_bytes(original, victim.suffix)))
     for source in discover_report([tree]).sources:
         try:
             for _piece in read_source_pieces(source):
@@ -234,7 +288,7 @@ def test_a_mutated_log_never_stops_the_good_ones(
     victim = data.draw(st.sampled_from(_victims(fmt)), label="file")
     tree = _tree(fmt, work)
     original = victim.read_bytes()
-    mutated = data.draw(mutated_bytes(original, victim.suffix == ".jsonl"), label="mutated")
+    mutated = data.draw(mutated_bytes(original, victim.suffix), label="mutated")
     _place(fmt, tree, victim).write_bytes(mutated)
     good = _good_logs(work / "good")
     roots = [str(tree), *(str(work / "good" / f) for f in sorted(good))]

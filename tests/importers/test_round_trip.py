@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Final
 
 import pytest
 
-from indexer.logs.importers import discover_report, read_source
+from indexer.logs.importers import LogSource, discover_report, read_source
 from indexer.sources.files import IngestSummary
-from tests.data_paths import COPILOT_DIR, GEMINI_DIR, OPENCODE_DIR
+from tests.data_paths import AIDER_DIR, COPILOT_DIR, GEMINI_DIR, OPENCODE_DIR
 from tests.importers.conftest import (
     CLAUDE_CODE_DIR,
     CLAUDE_PROJECTS,
@@ -34,6 +33,7 @@ TREES: Final = (
     GEMINI_DIR,
     OPENCODE_DIR,
     COPILOT_DIR,
+    AIDER_DIR,
 )
 # Words of the fixtures that are kept but never searchable (docs/importers.md): thinking
 # and reasoning, and records that have no mapping (log-only, kept verbatim).
@@ -47,6 +47,9 @@ NOT_SEARCHABLE: Final = {
     "DEVELOPERONLY_TOKEN",
     "GEMINFO_TOKEN",
     "COPILOTFUTURE_TOKEN",
+    "AIDERTHOUGHT",
+    "AIDERLONETHOUGHT",
+    "AIDERCHATTER",
 }
 _MARKER: Final = re.compile(r"\b[A-Z][A-Z]{3,}(?:_[A-Z]+)*\b")
 # Upper-case words of the formats themselves, not fixture text.
@@ -54,20 +57,33 @@ _FORMAT_WORDS: Final = {"AGENTS", "SYNTHETIC_CONTEXT"}
 END: Final = 10**9  # a step seq beyond every log: a session searches all of itself
 
 
-def _sessions() -> dict[Path, str]:
-    """Every fixture file -> the session it is read into."""
-    return {s.path: read_source(s).header.id for s in discover_report(TREES).sources}
+def _sessions() -> dict[LogSource, str]:
+    """Every fixture log (a file, or a session of an Aider history) -> the session it
+    is read into."""
+    return {s: read_source(s).header.id for s in discover_report(TREES).sources}
 
 
-def _markers(path: Path) -> set[str]:
-    """The marker words of a fixture file (an OpenCode session: of its messages and
+def _text(source: LogSource) -> str:
+    """A log's text: its file's, or its session's lines of an Aider history."""
+    text = source.path.read_text()
+    if source.section is None:
+        return text
+    lines = text.splitlines()[source.section.line - 1 :]
+    ends = [i for i, line in enumerate(lines) if line.startswith("# aider chat started at ")]
+    return "\n".join(lines[: ends[1] if len(ends) > 1 else None])
+
+
+def _markers(source: LogSource) -> set[str]:
+    """The marker words of a fixture log (an OpenCode session: of its messages and
     parts too)."""
-    files = [path]
+    path = source.path
+    texts = [_text(source)]
     if path.parent.parent.name == "session":  # OpenCode: storage/session/<project>/
         storage, sid = path.parents[2], path.stem
         messages = sorted((storage / "message" / sid).glob("*.json"))
-        files += messages + [p for m in messages for p in (storage / "part" / m.stem).glob("*")]
-    words = {w for f in files for w in _MARKER.findall(f.read_text())}
+        files = messages + [p for m in messages for p in (storage / "part" / m.stem).glob("*")]
+        texts += [f.read_text() for f in files]
+    words = {w for text in texts for w in _MARKER.findall(text)}
     return {w for w in words if "_" in w or len(w) >= 5} - _FORMAT_WORDS
 
 
@@ -83,7 +99,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tools, Ing
 def test_every_fixture_file_is_ingested(swept: tuple[Tools, IngestSummary]) -> None:
     _, summary = swept
     assert summary.rejected == []
-    assert summary.sessions == len(set(_sessions().values())) == 21
+    assert summary.sessions == len(set(_sessions().values())) == 25
 
 
 async def test_every_event_of_every_imported_session_is_readable(
@@ -104,18 +120,18 @@ async def test_every_event_of_every_imported_session_is_readable(
     assert read == summary.events
 
 
-@pytest.mark.parametrize("path", sorted(_sessions()), ids=lambda p: p.name)
+@pytest.mark.parametrize("source", sorted(_sessions(), key=lambda s: s.key), ids=lambda s: s.name)
 async def test_every_text_of_the_source_is_searchable_in_its_session(
-    swept: tuple[Tools, IngestSummary], path: Path
+    swept: tuple[Tools, IngestSummary], source: LogSource
 ) -> None:
     tools, _ = swept
-    sid = _sessions()[path]
-    markers = _markers(path)
-    assert markers, path
+    sid = _sessions()[source]
+    markers = _markers(source)
+    assert markers, source
     for word in sorted(markers):
         result = await tools.pipeline.call(
             "session_event_search", {"query": word}, Caller(sid, step_seq=END)
         )
         assert result.ok, result
         found = "No prior event matches found." not in result.text
-        assert found == (word not in NOT_SEARCHABLE), (path.name, word, result.text)
+        assert found == (word not in NOT_SEARCHABLE), (source.name, word, result.text)

@@ -1,10 +1,11 @@
 """Importers: other agents' session logs (Claude Code, Codex CLI, Gemini CLI / Qwen
-Code, OpenCode, Copilot CLI) read into sessionq's event model, so search, traces, reads
-and authorization treat them like dsh sessions.
+Code, OpenCode, Copilot CLI, Aider) read into sessionq's event model, so search, traces,
+reads and authorization treat them like dsh sessions.
 
 ``detect`` finds the logs under the given paths (``trees``: each agent's layout) and
 picks each file's format; one module per agent turns one log into one
-:class:`~indexer.logs.reader.SessionLog`. The mapping is written down in
+:class:`~indexer.logs.reader.SessionLog`. A log is one session: a file, or one session
+of a file holding many (Aider's history, ``aider_file``). The mapping is written down in
 ``docs/importers.md``.
 """
 
@@ -16,6 +17,7 @@ from indexer.logs.importers.detect import (
     detect_file,
     discover_report,
     discover_sources,
+    file_sources,
     read_source,
 )
 
@@ -27,5 +29,6 @@ __all__ = [
     "detect_file",
     "discover_report",
     "discover_sources",
+    "file_sources",
     "read_source",
 ]

@@ -28,6 +28,7 @@ __all__ = [
     "assistant_message",
     "child_session_id",
     "iso_ms",
+    "name_uuid",
     "safe_name",
     "text_block",
     "tool_call_block",
@@ -42,7 +43,8 @@ GEMINI_CLI: Final = "gemini-cli"
 QWEN_CODE: Final = "qwen-code"
 OPENCODE: Final = "opencode"
 COPILOT_CLI: Final = "copilot-cli"
-AGENTS: Final = ("dsh", CLAUDE_CODE, CODEX, GEMINI_CLI, QWEN_CODE, OPENCODE, COPILOT_CLI)
+AIDER: Final = "aider"
+AGENTS: Final = ("dsh", CLAUDE_CODE, CODEX, GEMINI_CLI, QWEN_CODE, OPENCODE, COPILOT_CLI, AIDER)
 """Every ``sourceAgent`` an importer writes, and ``dsh`` (no tag), in display order."""
 UNKNOWN_MODEL: Final = "unknown"
 """The model named in an assistant message's source when the log names none."""
@@ -50,14 +52,20 @@ UNKNOWN_MODEL: Final = "unknown"
 _SUBAGENT_NAMESPACE: Final = uuid.uuid5(uuid.NAMESPACE_URL, "sessionq:subagent")
 
 
+def name_uuid(namespace: uuid.UUID, *parts: str) -> str:
+    """A name-based UUID (version 5) of ``parts`` in ``namespace``: ``uuid.uuid5``'s,
+    for any strings (a lone surrogate included)."""
+    name = "\x00".join(parts).encode("utf-8", "surrogatepass")
+    digest = hashlib.sha1(namespace.bytes + name, usedforsecurity=False).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=5))
+
+
 def child_session_id(parent: str, agent_id: str) -> str:
     """The id of a subagent the agent names only by its parent and its own agent id:
     a name-based UUID (version 5) of both, so it holds no other session's id (a parent
     in another workspace is never shown through its child) and a re-import gives the
     same id."""
-    name = f"{parent}\x00{agent_id}".encode("utf-8", "surrogatepass")
-    digest = hashlib.sha1(_SUBAGENT_NAMESPACE.bytes + name, usedforsecurity=False).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=5))  # uuid.uuid5's, for any string
+    return name_uuid(_SUBAGENT_NAMESPACE, parent, agent_id)
 
 
 def iso_ms(value: Any) -> int | None:

@@ -3,10 +3,14 @@
 A given path is a file (its format read from its content, or forced) or a directory:
 an agent's tree (``indexer.logs.importers.trees``: Claude Code, Codex, Gemini CLI /
 Qwen Code, OpenCode, Copilot CLI), a dsh root (``indexer.logs.roots``), or a plain
-directory whose files are recognised one by one. ``format`` forces one reading for
-every path. Nothing is opened that is not a regular file: FIFOs, sockets, devices and
-symlink loops are skipped with one note per path (:func:`discover_report`), and a
-walk never follows a loop.
+directory whose files are recognised one by one, with the Aider chat histories in it
+and in its subdirectories. ``format`` forces one reading for every path.
+
+A source is one session: a file, or one session of a file holding many (an Aider
+history: :func:`file_sources` lists one source per session, ``LogSource.section``).
+Nothing is opened that is not a regular file: FIFOs, sockets, devices and symlink loops
+are skipped with one note per path (:func:`discover_report`), and a walk never follows
+a loop.
 
 A file of a format sessionq does not read is reported as such ("looks like …; not a
 supported session log", :func:`describe_unsupported`), not as a broken dsh log.
@@ -22,6 +26,15 @@ from typing import Final
 from indexer.errors import LogValidationError
 from indexer.formats import FORMATS, LogFormat
 from indexer.logs.files import Skipped, classify, open_regular, real_key
+from indexer.logs.importers.aider import AiderImporter
+from indexer.logs.importers.aider_file import (
+    Section,
+    histories,
+    history_sections,
+    is_history,
+    section_session_id,
+    starts_history,
+)
 from indexer.logs.importers.builder import MakeImporter, import_pieces
 from indexer.logs.importers.claude_code import (
     CLAUDE_RECORD_TYPES,
@@ -55,6 +68,7 @@ __all__ = [
     "detect_file",
     "discover_report",
     "discover_sources",
+    "file_sources",
     "read_source",
     "read_source_pieces",
 ]
@@ -64,12 +78,33 @@ _PEEK_BYTES: Final = 1 << 16
 
 @dataclass(frozen=True, slots=True)
 class LogSource:
-    """One log file and the format it is read as. ``known_paths``: absolute paths a
-    Gemini CLI project hash may be the hash of (the paths discovery was given)."""
+    """One session's log and the format it is read as. ``known_paths``: absolute paths
+    a Gemini CLI project hash may be the hash of (the paths discovery was given).
+    ``section``: which session of a file holding many (an Aider history); ``None`` for
+    a file of one session (and for a history: its first)."""
 
     path: Path
     format: LogFormat
     known_paths: tuple[str, ...] = ()
+    section: Section | None = None
+
+    @property
+    def key(self) -> tuple[Path, int]:
+        """What tells two sources apart: the file, and the session's ordinal in it (-1
+        for a file of one session)."""
+        return self.path, -1 if self.section is None else self.section.ordinal
+
+    @property
+    def name(self) -> str:
+        """The source as reports name it: the file, or ``<file>:<line>`` of the
+        session's start line."""
+        return str(self.path) if self.section is None else f"{self.path}:{self.section.line}"
+
+    @property
+    def session_id(self) -> str | None:
+        """The id of the session it holds when known before reading it (an Aider
+        section's, from the file's path and the section); else ``None``."""
+        return None if self.section is None else section_session_id(self.path, self.section)
 
 
 @dataclass(slots=True)
@@ -96,6 +131,8 @@ def _first_record(path: Path) -> object:
         return None
     if head.startswith(ZSTD_MAGIC):
         return {"type": "session"}
+    if starts_history(head):
+        return {"type": "aider"}
     line = head.split(b"\n", 1)[0]
     try:
         return parse_line(line) if line.strip() else None
@@ -117,6 +154,8 @@ def _by_content(obj: object) -> LogFormat | None:
         return None
     if kind == "session":
         return "dsh"
+    if kind == "aider" and len(obj) == 1:
+        return "aider"
     if kind == "session_meta" or ("payload" in obj and "timestamp" in obj):
         return "codex"
     if kind is None and is_gemini_document(obj):
@@ -145,6 +184,8 @@ def detect_file(path: Path) -> LogFormat:
     if found is not None:
         return found
     name, parts = path.name, path.parts
+    if is_history(path):
+        return "aider"
     if name.startswith("rollout-"):
         return "codex"
     if path.parent.name == "chats" and name.startswith("session-"):
@@ -186,14 +227,26 @@ def _odd(paths: Iterable[Path]) -> list[Skipped]:
     return [Skipped(p, kind) for p in paths if (kind := classify(p)) not in ("file", "missing")]
 
 
+def file_sources(path: Path, fmt: LogFormat, known: tuple[str, ...] = ()) -> list[LogSource]:
+    """The sources one file holds, read as ``fmt``: the file, or each session of an
+    Aider history worth reading (``aider_file.history_sections``; a history it cannot
+    list is one bare source, whose reading says why)."""
+    if fmt != "aider":
+        return [LogSource(path, fmt, known if fmt == "gemini" else ())]
+    sections = history_sections(path)
+    if sections is None:
+        return [LogSource(path, "aider")]
+    return [LogSource(path, "aider", section=s) for s in sections]
+
+
 def _tree(path: Path, fmt: LogFormat, known: tuple[str, ...], out: Discovery) -> None:
     if fmt == "dsh":
         found = walk_root(path)
         out.sources.extend(LogSource(p, "dsh") for p in found.files)
         out.skipped.extend(_odd(found.odd))
         return
-    files, skipped = tree_files(path, fmt)
-    out.sources.extend(LogSource(p, fmt, known if fmt == "gemini" else ()) for p in files)
+    files, skipped = histories(path) if fmt == "aider" else tree_files(path, fmt)
+    out.sources.extend(s for p in files for s in file_sources(p, fmt, known))
     out.skipped.extend(skipped)
 
 
@@ -218,8 +271,9 @@ def _directory(
     # Files of a dsh root layout are dsh logs; a plain directory's are recognised each.
     for p in files:
         fmt = "dsh" if implied_session_id(p) is not None else detect_file(p)
-        out.sources.append(LogSource(p, fmt, known if fmt == "gemini" else ()))
+        out.sources.extend(file_sources(p, fmt, known))
     out.skipped.extend(_odd(found.odd))
+    _tree(path, "aider", known, out)
 
 
 def discover_report(
@@ -244,14 +298,13 @@ def discover_report(
         if kind == "dir":
             _directory(path, format, known, found, trees)
         elif kind in ("file", "dangling"):
-            fmt = format or detect_file(path)
-            found.sources.append(LogSource(path, fmt, known if fmt == "gemini" else ()))
+            found.sources.extend(file_sources(path, format or detect_file(path), known))
         else:
             found.skipped.append(Skipped(path, kind))
     out = Discovery(skipped=found.skipped)
-    seen: set[tuple[int, int] | str] = set()
+    seen: set[tuple[tuple[int, int] | str, int]] = set()
     for source in found.sources:
-        key = file_key(source.path)
+        key = (file_key(source.path), source.key[1])
         if key not in seen:
             seen.add(key)
             out.sources.append(source)
@@ -275,12 +328,14 @@ _IMPORTERS: Final[dict[str, MakeImporter]] = {
 
 def _pieces(source: LogSource, max_events: int | None) -> Iterator[SessionLog]:
     """The pieces of another agent's log (``indexer.logs.importers.builder``)."""
-    known = source.known_paths
-    make = (
-        (lambda b: GeminiImporter(b, known))
-        if source.format == "gemini"
-        else _IMPORTERS[source.format]
-    )
+    known, section = source.known_paths, source.section
+    make: MakeImporter
+    if source.format == "gemini":
+        make = lambda b: GeminiImporter(b, known)  # noqa: E731
+    elif source.format == "aider":
+        make = lambda b: AiderImporter(b, section)  # noqa: E731
+    else:
+        make = _IMPORTERS[source.format]
     return import_pieces(source.path, make, max_events=max_events)
 
 
