@@ -40,7 +40,8 @@ def event_batches(events: Sequence[SessionEvent], max_bytes: int) -> Iterator[li
 @dataclass(slots=True)
 class Emitted:
     """One record plus the routing key of its session; header and events records name
-    the log file and the signature it had when it was read."""
+    the log file and the signature it had when it was read, and ``log``: the log as
+    reports name it (``LogSource.name``: the file, or one session of an Aider history)."""
 
     key: str
     record: EventStreamRecord
@@ -49,6 +50,7 @@ class Emitted:
     signature: Signature | None = None
     final: bool = False  # the last record read from its log in this scan
     whole: bool = False  # the log was emitted from its header (not only a tail)
+    log: str | None = None
 
 
 def file_signature(st: os.stat_result) -> Signature:

@@ -148,7 +148,10 @@ class Publisher:
 
 
 def _where(item: Emitted) -> str:
-    """The log a record was read from; a delete (no log any more) names its session."""
+    """The log a record was read from (one session of an Aider history is a log of its
+    own); a delete (no log any more) names its session."""
+    if item.log is not None:
+        return item.log
     if item.path is not None:
         return str(item.path)
     return f"session:{record_session_id(item.record)}"

@@ -25,8 +25,9 @@ Policy on the loop's outcomes:
   the next pass; ``store_error`` names the cause until a batch commits again.
 
 Reconcile (the first pass after taking the lease): a session the store recorded as
-applied from a log under a watched root, whose log is gone, is deleted — unless its
-root could not be walked. Sessions ingested from other paths, or watched under roots
+applied from a log under a watched root, whose log is gone (or, for a session of an
+Aider history, whose session is no longer in it), is deleted — unless its root could
+not be walked. Sessions ingested from other paths, or watched under roots
 nobody watches now, have no such log and are never reconciled away.
 """
 
@@ -113,17 +114,22 @@ class Applier:
         recorded = self.store.tables.watched_sources()
         by_path = {w.path: (sid, w) for sid, w in recorded.items()}
         sources, failed = self.watcher.discover()
-        for path, source in sources.items():
-            known = by_path.get(self._real(path))
+        for source in sources.values():
+            sid = source.session_id  # an Aider history's session: one file, many sessions
+            known = by_path.get(self._real(source.path)) if sid is None else None
+            if sid is not None and sid in recorded:
+                known = sid, recorded[sid]
             if known is not None and known[1].signature is not None:
                 sid, w = known
                 assert w.signature is not None
                 self.watcher.seed(source, sid, f"session:{sid}", w.next_seq, w.signature)
-        present = {self._real(p) for p in sources}
+        present = {self._real(s.path) for s in sources.values()}
+        listed = {s.session_id for s in sources.values() if s.section is not None}
+        histories = {self._real(s.path) for s in sources.values() if s.section is not None}
         gone = [
             sid
             for sid, w in sorted(recorded.items())
-            if w.path not in present
+            if (w.path not in present or (w.path in histories and sid not in listed))
             and _under(w.path, self.roots)
             and not any(Path(w.path).is_relative_to(f.resolve()) for f in failed)
         ]
