@@ -12,6 +12,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from indexer.search_modes import DEFAULT_SEARCH_MODE, SearchMode
+
 MAX_SAFE_INTEGER: Final = 9007199254740991
 MAX_TIMER_DELAY_MS: Final = 2147483647
 
@@ -37,6 +39,12 @@ class ToolLimits(BaseModel):
         default=60000,
         alias="maxTimeoutMs",
         description="cap on a request's timeout_ms (and the budget of the exact reads)",
+    )
+    search_mode: SearchMode = Field(
+        default=DEFAULT_SEARCH_MODE,
+        alias="searchMode",
+        description="how a search query's text matches: words (its words in any order,"
+        " by their stems, the exact phrase first) or phrase (upstream's literal phrase)",
     )
 
     @field_validator("max_search_results", mode="before")

@@ -166,7 +166,9 @@ class Pipeline:
         self.shares = shares
         self.route = route
         self.gates = ExecutionGates()
-        self._context = ToolContext(service, self.limits.max_search_results)
+        self._context = ToolContext(
+            service, self.limits.max_search_results, self.limits.search_mode
+        )
         self.in_flight = InFlight(bound=authenticator is not None)
         self._running = 0  # calls between step 3 and their reply (``_count_in_flight``)
         self._recent: dict[str, float] = {}  # tool -> recent run time, s (``_timed``)

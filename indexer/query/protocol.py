@@ -23,6 +23,7 @@ from indexer.query.types import (
     SessionTrace,
     TitleObservation,
 )
+from indexer.search_modes import SearchMode
 
 
 class QueryService(Protocol):
@@ -63,9 +64,11 @@ class QueryService(Protocol):
         *,
         limit: int,
         exclude_session_ids: frozenset[str] = frozenset(),
+        mode: SearchMode = "phrase",
     ) -> SessionSearchPage:
         """SPEC §7: a text ``query`` is normalized here (``Query.parse``: INVALID_QUERY on
-        blank/NUL); a ``Query`` was normalized already."""
+        blank/NUL); a ``Query`` was normalized already. ``mode``: how its text matches
+        (``SearchMode``)."""
         ...
 
     def search_events(
@@ -75,6 +78,7 @@ class QueryService(Protocol):
         filters: Sequence[EventMetadataFilter],
         *,
         limit: int,
+        mode: SearchMode = "phrase",
     ) -> EventSearchPage:
         """SPEC §7 within one session; SESSION_NOT_FOUND for an unknown id."""
         ...

@@ -1,9 +1,9 @@
 """Full-text search over the index, joined with session records (SPEC §7, sessionq flavour).
 
 The query text is normalized here and only here (§7.2: ``Query.parse``) and handed to
-the index as a literal phrase. A caller that needs the refusal earlier (the tools check
-their arguments before they resolve the caller) parses it first and passes the
-``Query`` on, so the rule runs once per call.
+the index as literal text, matched as its ``SearchMode`` says. A caller that needs the
+refusal earlier (the tools check their arguments before they resolve the caller) parses
+it first and passes the ``Query`` on, so the rule runs once per call.
 """
 
 from __future__ import annotations
@@ -11,11 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
-from indexer.model.search import AvailabilityFilter, EventMetadataFilter, Query, SessionFilter
+from indexer.model.search import (
+    AvailabilityFilter,
+    EventMetadataFilter,
+    Query,
+    SessionFilter,
+)
 from indexer.query.filters import check_filters
 from indexer.query.generation import Generation
 from indexer.query.sessions import live_ids
 from indexer.query.types import EventSearchPage, SessionHit, SessionSearchPage
+from indexer.search_modes import SearchMode
 from indexer.store.tantivy import TantivyIndex
 
 
@@ -29,6 +35,7 @@ def search_sessions(
     limit: int,
     exclude_session_ids: frozenset[str],
     snippet_chars: int,
+    mode: SearchMode = "phrase",
 ) -> SessionSearchPage:
     check_filters(session_filters, event_filters)
     q = Query.parse(query).text
@@ -43,6 +50,7 @@ def search_sessions(
         exclude_session_ids=exclude_session_ids,
         limit=limit,
         snippet_chars=snippet_chars,
+        mode=mode,
     )
     found = rows.rows(h.session_id for h in hits)
     # A document whose session row is not committed yet (index commits first) is skipped.
@@ -59,6 +67,7 @@ def search_events(
     *,
     limit: int,
     snippet_chars: int,
+    mode: SearchMode = "phrase",
 ) -> EventSearchPage:
     if not isinstance(session_id, str):
         raise SessionQueryError(
@@ -70,6 +79,6 @@ def search_events(
     if row is None:
         raise SessionQueryError(f'session "{session_id}" not found', SESSION_NOT_FOUND)
     hits, more = index.search_events(
-        session_id, q, filters, limit=limit, snippet_chars=snippet_chars
+        session_id, q, filters, limit=limit, snippet_chars=snippet_chars, mode=mode
     )
     return EventSearchPage(row.record.header, hits, more)

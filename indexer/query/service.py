@@ -40,6 +40,7 @@ from indexer.query.types import (
     SessionTrace,
     TitleObservation,
 )
+from indexer.search_modes import SearchMode
 from indexer.store.blocks.format import Codec
 from indexer.store.blocks.table import EventBlocks
 from indexer.store.layout import index_path, sqlite_path
@@ -170,6 +171,7 @@ class StoreQueryService:
         *,
         limit: int,
         exclude_session_ids: frozenset[str] = frozenset(),
+        mode: SearchMode = "phrase",
     ) -> SessionSearchPage:
         return search.search_sessions(
             self._generation(),
@@ -180,6 +182,7 @@ class StoreQueryService:
             limit=limit,
             exclude_session_ids=exclude_session_ids,
             snippet_chars=self.snippet_chars,
+            mode=mode,
         )
 
     def search_events(
@@ -189,6 +192,7 @@ class StoreQueryService:
         filters: Sequence[EventMetadataFilter],
         *,
         limit: int,
+        mode: SearchMode = "phrase",
     ) -> EventSearchPage:
         return search.search_events(
             self._generation(),
@@ -198,6 +202,7 @@ class StoreQueryService:
             filters,
             limit=limit,
             snippet_chars=self.snippet_chars,
+            mode=mode,
         )
 
     # ---- exact reads ---------------------------------------------------------------------------

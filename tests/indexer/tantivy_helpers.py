@@ -13,7 +13,7 @@ import tantivy
 
 from indexer.model.search import EventMetadataFilter, SessionFilter
 from indexer.store.tantivy import IndexDoc, TantivyIndex, analyze
-from indexer.store.tantivy.queries import Nothing, base_clauses, term
+from indexer.store.tantivy.queries import Nothing, base_clauses, term, text_query
 from indexer.store.tantivy.schema import doc_key, load_meta, raw_term, stored_text
 
 
@@ -61,8 +61,9 @@ def scored_matches(
     if searcher is None or not tokens:
         return []
     try:
+        text = text_query(ix._schema, tokens)
         clauses = base_clauses(
-            ix._schema, tokens, session_filters, event_filters, live_ids, exclude_session_ids
+            ix._schema, text, session_filters, event_filters, live_ids, exclude_session_ids
         )
     except Nothing:
         return []

@@ -23,6 +23,7 @@ import pytest
 from indexer.model.records import DeleteRecord
 from indexer.query.service import StoreQueryService
 from indexer.redact import Redaction, RedactMode
+from indexer.search_modes import SearchMode
 from indexer.sources.files import ingest_files
 from indexer.stats import store_stats
 from indexer.store.blocks.table import EventBlocks
@@ -33,6 +34,7 @@ from tests.erasure_scan import data_files
 from tests.redaction.corpus import CALLER, LEAKY, STREAMED, secrets_log
 from tests.redaction.labelled import KINDS, Labelled
 from tests.redaction.test_recall import survives
+from worker.limits import ToolLimits
 from worker.pipeline import Pipeline
 from worker.tools.access import Caller
 
@@ -46,10 +48,11 @@ def ingest(data: Path, paths: list[Path], mode: RedactMode) -> None:
         store.close()
 
 
-def call(data: Path, tool: str, args: dict[str, Any]) -> str:
+def call(data: Path, tool: str, args: dict[str, Any], mode: SearchMode = "phrase") -> str:
     service = StoreQueryService(data)
     try:
-        reply = asyncio.run(Pipeline(service).call(tool, args, Caller(CALLER, None)))
+        pipeline = Pipeline(service, ToolLimits(search_mode=mode))
+        reply = asyncio.run(pipeline.call(tool, args, Caller(CALLER, None)))
     finally:
         service.close()
     assert reply.error is None, reply.error
@@ -89,7 +92,13 @@ def dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], lis
 
 
 def searchable(data: Path, secret: str) -> bool:
-    return LEAKY in call(data, "session_search", {"query": secret})
+    """The secret found as a phrase, or any long token of it found alone by word
+    (``words`` mode matches a token by its stem: a fragment of the secret must not
+    match either)."""
+    if LEAKY in call(data, "session_search", {"query": secret}):
+        return True
+    fragments = {t for t in re.findall(r"[A-Za-z0-9]{12,}", secret) if re.search(r"\d", t)}
+    return any(LEAKY in call(data, "session_search", {"query": t}, "words") for t in fragments)
 
 
 def token_kinds(items: list[Labelled]) -> list[Labelled]:

@@ -1,7 +1,8 @@
 """Golden outputs of the five tools over the whole real corpus (SPEC §9-§10).
 
 The corpus (``tests/data/dsh``) is ingested once per module; every case below is
-one tool call by one caller, and its reply is compared byte for byte with
+one tool call by one caller, in ``phrase`` search mode (upstream's rule: the conformance
+of the contract), and its reply is compared byte for byte with
 ``golden/<name>.txt``: the output text for a success, ``CODE: message`` for a failure
 (the CLI's stderr form). ``SESSIONQ_UPDATE_GOLDEN=1`` rewrites the files instead (and
 deletes those of removed cases); read the diff before committing it. Beside the byte
@@ -39,6 +40,7 @@ from indexer.query.service import StoreQueryService
 from indexer.sources.files import ingest_files
 from indexer.store.records.store import Store
 from worker.contract.outcome import ToolReply
+from worker.limits import ToolLimits
 from worker.pipeline import Pipeline
 from worker.tools.access import Caller
 
@@ -494,7 +496,7 @@ def corpus_tools(
     assert (summary.files, summary.sessions, len(summary.rejected)) == (159, 156, 3)
     service = StoreQueryService(data_dir)
     try:
-        yield Pipeline(service)
+        yield Pipeline(service, ToolLimits(search_mode="phrase"))  # upstream's contract
     finally:
         service.close()
 

@@ -115,7 +115,7 @@ async def test_full_translation(make_harness: HarnessFactory) -> None:
         TypeFilter(("plugin/open-event",)),
         SurfaceFilter(("shadowed",)),
     ]
-    assert kwargs == {"limit": 101, "exclude_session_ids": frozenset({"caller"})}
+    assert kwargs == {"limit": 101, "exclude_session_ids": frozenset({"caller"}), "mode": "words"}
 
 
 def created_at(h: Any) -> CreatedAtFilter:

@@ -15,6 +15,7 @@ from typing import Any
 
 from indexer.environment import env_name
 from indexer.formats import SOURCE_FORMATS
+from indexer.search_modes import SEARCH_MODES
 
 
 def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
@@ -129,6 +130,12 @@ def tool_limits(p: argparse.ArgumentParser) -> None:
     setting(p, "--max-search-results", type=positive_int, help="most hits a search returns")
     setting(p, "--search-timeout-ms", type=positive_int, help="time budget of the searches")
     setting(p, "--max-timeout-ms", type=positive_int, help="cap on a request's timeout_ms")
+    setting(
+        p,
+        "--search-mode",
+        choices=list(SEARCH_MODES),
+        help="how a search query matches: words (any order, stems, the phrase first) or phrase",
+    )
 
 
 def indexer_snapshots(p: argparse.ArgumentParser) -> None:

@@ -59,6 +59,7 @@ def _store_commands(sub: Subparsers) -> None:
     flags.data(p)
     flags.bootstrap(p, "call through Kafka instead")
     p.add_argument("--caller", required=True, help="the trusted caller session id")
+    flags.tool_limits(p)
     p.add_argument(
         "--step-seq", type=nonneg_int, default=None, help="seq of the caller's current step/start"
     )

@@ -74,7 +74,7 @@ def run(
     the call never finds the step that is performing it. The empty-range shortcut
     precedes the time/type/surface checks (upstream quirk, kept).
     """
-    service, max_results = ctx.service, ctx.max_search_results
+    service, max_results, mode = ctx.service, ctx.max_search_results, ctx.search_mode
     target = target_id(args.session_id, caller)
     authorize_target(service, caller, target, token)
     query = normalize_query(args.query)
@@ -100,7 +100,7 @@ def run(
         page = boundary.call(
             token,
             "event search",
-            lambda: service.search_events(target, query, filters, limit=limit),
+            lambda: service.search_events(target, query, filters, limit=limit, mode=mode),
         )
         assert_observed(caller, target, page.session)
         return page.items, page.more

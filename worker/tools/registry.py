@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
 
 from indexer.query.protocol import QueryService
+from indexer.search_modes import DEFAULT_SEARCH_MODE, SearchMode
 from worker.contract.arguments import TOOL_NAMES, bound_violations, schema_violations
 from worker.contract.deadline import CancelToken
 from worker.contract.errors import HarnessError, InvalidArgsError, unknown_tool
@@ -28,10 +29,12 @@ Placement = Literal["loop", "thread"]
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a running tool may use: the query service and the deployment's result cap."""
+    """What a running tool may use: the query service, the deployment's result cap and
+    how a search query's text matches."""
 
     service: QueryService
     max_search_results: int
+    search_mode: SearchMode = DEFAULT_SEARCH_MODE
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,7 +106,7 @@ def run(
     Every argument rule runs before the first service call, so an invalid request never
     reveals whether a guessed parent id exists.
     """
-    service, max_results = ctx.service, ctx.max_search_results
+    service, max_results, mode = ctx.service, ctx.max_search_results, ctx.search_mode
     cwd = caller.header.cwd
     if cwd is None:
         raise no_workspace()
@@ -143,7 +143,12 @@ def run(
             token,
             "session search",
             lambda: service.search_sessions(
-                query, session_clauses, event_clauses, limit=limit, exclude_session_ids=exclude
+                query,
+                session_clauses,
+                event_clauses,
+                limit=limit,
+                exclude_session_ids=exclude,
+                mode=mode,
             ),
         )
         return page.items, page.more

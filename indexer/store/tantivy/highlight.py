@@ -16,6 +16,7 @@ from typing import Any, Final, cast
 import tantivy
 
 from indexer.model.search import EventHit, Surface
+from indexer.search_modes import SearchMode
 from indexer.store.tantivy.analyzer import ANALYZER, without_surrogates
 from indexer.store.tantivy.schema import load_meta, stored_text
 from indexer.store.tantivy.snippet import marked, snippet_of
@@ -300,18 +301,32 @@ def mark_first_occurrence(text: str, tokens: Sequence[str]) -> str:
     return marked(text, first_occurrence(text, tokens))
 
 
+def _located(text: str, tokens: list[str], mode: SearchMode) -> tuple[int, int] | None:
+    """Where a hit's snippet goes: the first occurrence of the phrase; in ``words``
+    mode, when the document does not hold the phrase, the earliest of its words."""
+    span = _first_in_valid(text, tokens)
+    if span is not None or mode == "phrase" or len(tokens) < 2:
+        return span
+    found = (_first_in_valid(text, [t]) for t in dict.fromkeys(tokens))
+    return min((s for s in found if s is not None), default=None)
+
+
 def event_hit(
-    searcher: tantivy.Searcher, addr: Any, tokens: list[str], snippet_chars: int
+    searcher: tantivy.Searcher,
+    addr: Any,
+    tokens: list[str],
+    snippet_chars: int,
+    mode: SearchMode = "phrase",
 ) -> EventHit:
     """The hit of the stored document at ``addr`` (a ``tantivy.DocAddress``), its snippet
-    positioned at the first occurrence of the phrase ``tokens``."""
+    positioned where the query matched (``_located``)."""
     doc = searcher.doc(addr)
     session_id, type_, surface, seq, time = load_meta(doc)[:5]
     text = stored_text(doc)
     if len(text) <= snippet_chars:  # shown whole: where the phrase is does not matter
         snippet = snippet_of(text, None, snippet_chars)
     else:
-        snippet = snippet_of(text, _first_in_valid(text, tokens), snippet_chars)
+        snippet = snippet_of(text, _located(text, tokens, mode), snippet_chars)
     return EventHit(
         session_id=session_id,
         seq=int(seq),

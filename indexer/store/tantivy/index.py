@@ -16,6 +16,7 @@ import tantivy
 
 from indexer.errors import IndexFailedError
 from indexer.model.search import EventHit, EventMetadataFilter, SessionFilter
+from indexer.search_modes import SearchMode
 from indexer.store.bounds import INDEX_HEAP_BYTES
 from indexer.store.private import make_dirs
 from indexer.store.tantivy import search
@@ -341,6 +342,7 @@ class TantivyIndex:
         exclude_session_ids: frozenset[str],
         limit: int,
         snippet_chars: int = 240,
+        mode: SearchMode = "phrase",
     ) -> tuple[list[EventHit], bool]:
         """Grouped search over the visible snapshot (``search.search_sessions``)."""
         return search.search_sessions(
@@ -353,6 +355,7 @@ class TantivyIndex:
             exclude_session_ids=exclude_session_ids,
             limit=limit,
             snippet_chars=snippet_chars,
+            mode=mode,
         )
 
     def search_events(
@@ -363,6 +366,7 @@ class TantivyIndex:
         *,
         limit: int,
         snippet_chars: int = 240,
+        mode: SearchMode = "phrase",
     ) -> tuple[list[EventHit], bool]:
         """One session's documents over the visible snapshot (``search.search_events``)."""
         return search.search_events(
@@ -373,4 +377,5 @@ class TantivyIndex:
             filters,
             limit=limit,
             snippet_chars=snippet_chars,
+            mode=mode,
         )

@@ -204,13 +204,13 @@ def _clauses(
 
 def base_clauses(
     schema: tantivy.Schema,
-    tokens: list[str],
+    text: tantivy.Query,
     session_filters: Sequence[SessionFilter],
     event_filters: Sequence[EventMetadataFilter],
     live_ids: frozenset[str],
     exclude_session_ids: frozenset[str],
 ) -> list[Clause]:
-    """Text query AND every filter AND NOT excluded sessions; raises ``Nothing``."""
+    """``text`` AND every filter AND NOT excluded sessions; raises ``Nothing``."""
     filters = [_session_clause(schema, f, live_ids) for f in session_filters]
     filters += [_event_clause(schema, f) for f in event_filters]
     exclude = (
@@ -218,4 +218,4 @@ def base_clauses(
         if exclude_session_ids
         else None
     )
-    return _clauses(text_query(schema, tokens), filters, exclude)
+    return _clauses(text, filters, exclude)

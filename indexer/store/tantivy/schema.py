@@ -59,6 +59,7 @@ from indexer.store.tantivy.analyzer import (
     pairs_text,
     sanitize_text,
 )
+from indexer.store.tantivy.words import words_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +75,11 @@ class IndexDoc:
     cwd: str | None
     parent: str | None
     created_at: int
-    # The ``text`` and ``pairs`` field values, computed ahead (``prebuilt``); ``text`` is
-    # then sanitized.
+    # The ``text``, ``pairs`` and ``words`` field values, computed ahead (``prebuilt``);
+    # ``text`` is then sanitized.
     terms: str | None = dataclasses.field(default=None, compare=False, repr=False)
     pairs: str | None = dataclasses.field(default=None, compare=False, repr=False)
+    words: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def prebuilt(d: IndexDoc) -> IndexDoc:
@@ -88,17 +90,25 @@ def prebuilt(d: IndexDoc) -> IndexDoc:
     size, and slow to unpickle) — and Tantivy only splits them at spaces."""
     text = sanitize_text(d.text)
     tokens = doc_tokens(text)
-    return dataclasses.replace(d, text=text, terms=" ".join(tokens), pairs=pairs_text(tokens))
+    return dataclasses.replace(
+        d,
+        text=text,
+        terms=" ".join(tokens),
+        pairs=pairs_text(tokens),
+        words=words_text(text, tokens),
+    )
 
 
-INDEX_FORMAT: Final = f"4:{FREQUENT_DIGEST}"
-"""The index layout: ``4`` = the ``text`` field indexed from its analyzer tokens joined by
-spaces (Tantivy splits them, the analyzer runs once, in Python), the text stored in
-``body``; ``3`` stored ``text`` and had Tantivy run the analyzer; both have selective,
-frequency-only pairs (format 1, implied by no record, held every pair with positions),
-``key`` terms led by the session id (adjacent terms share their prefix), ``meta``
-without the session fields and 64 KiB doc-store blocks. Then the frequent-token list's
-digest — a new list changes which pairs documents hold, so it is a new format too."""
+INDEX_FORMAT: Final = f"5:{FREQUENT_DIGEST}"
+"""The index layout: ``5`` = ``4`` and the ``words`` field (stems and identifier
+parts: ``indexer.store.tantivy.words``); ``4`` = the ``text`` field indexed from its
+analyzer tokens joined by spaces (Tantivy splits them, the analyzer runs once, in
+Python), the text stored in ``body``; ``3`` stored ``text`` and had Tantivy run the
+analyzer; all have selective, frequency-only pairs (format 1, implied by no record,
+held every pair with positions), ``key`` terms led by the session id (adjacent terms
+share their prefix), ``meta`` without the session fields and 64 KiB doc-store blocks.
+Then the frequent-token list's digest — a new list changes which pairs documents hold,
+so it is a new format too."""
 
 NULL_TERM: Final = "n"
 """The ``cwd``/``parent`` term of a session without cwd / without parent."""
@@ -136,6 +146,7 @@ def build_schema() -> tantivy.Schema:
     # and lengths as the analyzer run by Tantivy, at a fraction of the indexing CPU.
     sb.add_text_field("text", tokenizer_name="whitespace", index_option="position")
     sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="freq")
+    sb.add_text_field("words", tokenizer_name="whitespace", index_option="freq")
     sb.add_text_field("cwd", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("parent", tokenizer_name="raw", index_option="basic")
     sb.add_integer_field("created_at", indexed=True, fast=True)
@@ -146,9 +157,9 @@ def build_schema() -> tantivy.Schema:
 
 def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
     """The ``key`` term of ``d`` and its Tantivy document (``ordinal`` is its ``sid``)."""
-    if d.terms is None or d.pairs is None:
+    if d.terms is None or d.pairs is None or d.words is None:
         d = prebuilt(d)
-    terms, pairs = d.terms or "", d.pairs or ""
+    terms, pairs, words = d.terms or "", d.pairs or "", d.words or ""
     key = doc_key(d.session_id, d.seq)
     doc = tantivy.Document()
     doc.add_text("key", key)
@@ -160,6 +171,8 @@ def document(d: IndexDoc, ordinal: int) -> tuple[str, tantivy.Document]:
     doc.add_text("text", terms)
     if pairs:
         doc.add_text("pairs", pairs)
+    if words:
+        doc.add_text("words", words)
     doc.add_text("cwd", _field_term(d.cwd))
     doc.add_text("parent", _field_term(d.parent))
     doc.add_integer("created_at", d.created_at)

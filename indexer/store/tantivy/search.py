@@ -1,33 +1,70 @@
-"""Searches over one index snapshot: the query's tokens, the clauses of its filters
-(``queries``), the ranking (``ranking``) and the hits with their snippets
-(``highlight``). Queries are literal: built from the analyzer's tokens, never parsed."""
+"""Searches over one index snapshot: the query's text queries by mode, the clauses of its
+filters (``queries``), the ranking (``ranking``) and the hits with their snippets
+(``highlight``). Queries are literal: built from the analyzer's tokens, never parsed.
+
+A mode gives the text queries to try in order (``_text_queries``): ``phrase`` one, the
+literal phrase; ``words`` the query's words all together, then any of them
+(``words.WordsQuery``). The first that finds anything is the answer, so a fallback never
+mixes into a ranking that had matches of every word.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Final, TypeVar
 
 import tantivy
 
 from indexer.errors import IndexFailedError
-from indexer.model.search import EventHit, EventMetadataFilter, IdFilter, SessionFilter
+from indexer.model.search import (
+    EventHit,
+    EventMetadataFilter,
+    IdFilter,
+    SessionFilter,
+)
+from indexer.search_modes import SearchMode
 from indexer.store.tantivy.analyzer import analyze
 from indexer.store.tantivy.highlight import event_hit
-from indexer.store.tantivy.queries import Nothing, base_clauses
+from indexer.store.tantivy.queries import Clause, Nothing, base_clauses, text_query
 from indexer.store.tantivy.ranking import rank_events, rank_sessions
+from indexer.store.tantivy.words import WordsQuery
 
 _NO_IDS: Final[frozenset[str]] = frozenset()
+T = TypeVar("T")
 
 
-def _prepare(
-    searcher: tantivy.Searcher | None, query: str, limit: int
-) -> tuple[tantivy.Searcher | None, list[str]]:
-    """The snapshot to search and the query's tokens; no searcher when nothing can
-    match (no index yet, or a query without tokens). A zero limit would panic."""
+def _text_queries(
+    schema: tantivy.Schema, query: str, tokens: list[str], mode: SearchMode
+) -> list[tantivy.Query]:
+    phrase = text_query(schema, tokens)
+    if mode == "phrase":
+        return [phrase]
+    words = WordsQuery(schema, query, tokens, phrase)
+    return [q for q in (words.all_words, words.any_word) if q is not None] or [phrase]
+
+
+def _first_found(
+    schema: tantivy.Schema,
+    query: str,
+    tokens: list[str],
+    mode: SearchMode,
+    clauses: Callable[[tantivy.Query], list[Clause]],
+    rank: Callable[[list[Clause]], list[T]],
+) -> list[T]:
+    """The ranking of the first of the mode's text queries that finds anything."""
+    found: list[T] = []
+    for text in _text_queries(schema, query, tokens, mode):
+        found = rank(clauses(text))
+        if found:
+            break
+    return found
+
+
+def _tokens(query: str, limit: int) -> list[str]:
+    """The query's tokens (none: nothing can match). A zero limit would panic."""
     if limit < 1:
         raise ValueError("limit must be positive")
-    tokens = analyze(query)
-    return (searcher if tokens else None), tokens
+    return analyze(query)
 
 
 def search_sessions(
@@ -41,6 +78,7 @@ def search_sessions(
     exclude_session_ids: frozenset[str],
     limit: int,
     snippet_chars: int = 240,
+    mode: SearchMode = "phrase",
 ) -> tuple[list[EventHit], bool]:
     """Grouped search: each session's best document, best sessions first.
 
@@ -50,18 +88,27 @@ def search_sessions(
     Returns at most ``limit`` hits and whether another qualifying session exists:
     ``ranking.rank_sessions`` settles ``limit + 1`` sessions over one snapshot.
     """
-    searcher, tokens = _prepare(searcher, query, limit)
-    if searcher is None:
+    tokens = _tokens(query, limit)
+    if searcher is None or not tokens:
         return [], False
-    try:
-        base = base_clauses(
-            schema, tokens, session_filters, event_filters, live_ids, exclude_session_ids
+
+    def clauses(text: tantivy.Query) -> list[Clause]:
+        return base_clauses(
+            schema, text, session_filters, event_filters, live_ids, exclude_session_ids
         )
+
+    try:
+        ordered = _first_found(
+            schema,
+            query,
+            tokens,
+            mode,
+            clauses,
+            lambda c: rank_sessions(searcher, schema, c, limit + 1),
+        )
+        hits = [event_hit(searcher, c.addr, tokens, snippet_chars, mode) for c in ordered[:limit]]
     except Nothing:
         return [], False
-    try:
-        ordered = rank_sessions(searcher, schema, base, limit + 1)
-        hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in ordered[:limit]]
     except ValueError as exc:
         raise IndexFailedError(f"session search failed: {exc}") from exc
     return hits, len(ordered) > limit
@@ -76,20 +123,25 @@ def search_events(
     *,
     limit: int,
     snippet_chars: int = 240,
+    mode: SearchMode = "phrase",
 ) -> tuple[list[EventHit], bool]:
     """One session's documents by score desc, time desc, seq desc
     (``ranking.rank_events``)."""
-    searcher, tokens = _prepare(searcher, query, limit)
-    if searcher is None:
+    tokens = _tokens(query, limit)
+    if searcher is None or not tokens:
         return [], False
+    only = [IdFilter((session_id,))]
+
+    def clauses(text: tantivy.Query) -> list[Clause]:
+        return base_clauses(schema, text, only, filters, _NO_IDS, _NO_IDS)
+
     try:
-        only = [IdFilter((session_id,))]
-        clauses = base_clauses(schema, tokens, only, filters, _NO_IDS, _NO_IDS)
+        cands = _first_found(
+            schema, query, tokens, mode, clauses, lambda c: rank_events(searcher, c, limit + 1)
+        )
+        hits = [event_hit(searcher, c.addr, tokens, snippet_chars, mode) for c in cands[:limit]]
     except Nothing:
         return [], False
-    try:
-        cands = rank_events(searcher, clauses, limit + 1)
-        hits = [event_hit(searcher, c.addr, tokens, snippet_chars) for c in cands[:limit]]
     except ValueError as exc:
         raise IndexFailedError(f"event search failed: {exc}") from exc
     return hits, len(cands) > limit
