@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Final
@@ -63,6 +64,32 @@ def _available_gb() -> float:
     return float("nan")
 
 
+class _Peaks(threading.Thread):
+    """The peaks of a process's private (``RssAnon``) and file-mapped (``RssFile``)
+    resident memory, sampled every 50 ms from ``/proc``: ``ru_maxrss`` counts both, and
+    the mapped files are the index's own segment files that Tantivy's merges read
+    (page cache the kernel reclaims first, shared with every other reader)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.anon_kb, self.file_kb = pid, 0, 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        status = Path(f"/proc/{self.pid}/status")
+        while not self._done.wait(0.05):
+            try:
+                fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+            except (OSError, ValueError):
+                continue
+            self.anon_kb = max(self.anon_kb, int(fields.get("RssAnon", "0 kB").split()[0]))
+            self.file_kb = max(self.file_kb, int(fields.get("RssFile", "0 kB").split()[0]))
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+
 def _measured(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     """Run ``cmd`` to its end: its wall time, its peak RSS (its own ``ru_maxrss`` and
     its waited-for children's, from ``wait4``), the load average around it, its output."""
@@ -71,14 +98,19 @@ def _measured(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     assert proc.stdout is not None
+    peaks = _Peaks(proc.pid)
+    peaks.start()
     output = proc.stdout.read()
     _pid, status, usage = os.wait4(proc.pid, 0)
+    peaks.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{output}")
     return {
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "peak_private_mb": round(peaks.anon_kb / 1024, 1),
+        "peak_mapped_files_mb": round(peaks.file_kb / 1024, 1),
         "wall_s": round(wall, 2),
         "load_before": load0,
         "load_after": _loadavg(),

@@ -11,7 +11,9 @@ baseline checkout, in one run (bench/README.md, "Memory by bytes, every format")
    RSS, extrapolated from its two smaller runs of the format, would pass
    ``--baseline-cap-gb`` (it grew with the log: 8 GB for a 126 MB Gemini chat);
 3. print the table (target: this tree ≤ 400 MB for every log) and write
-   ``bench/out/memory_formats.json``.
+   ``bench/out/memory_formats.json``. Beside the peak RSS (``ru_maxrss``) goes the peak of
+   its private part (``RssAnon``, sampled): the rest is file pages mapped by Tantivy's
+   segment merges (``bench_memory._Peaks``).
 
 Usage: ``python bench/bench_memory_formats.py [--sizes 64,256,1024] [--baseline-src DIR]
 [--baseline-cap-gb 10] [--formats dsh,claude-code,...] [--out DIR]``.
@@ -86,8 +88,9 @@ def _fits(rows: list[dict[str, Any]], fmt: str, mib: int, cap_gb: float) -> bool
 def _row(r: dict[str, Any]) -> str:
     this, base = r["this"], r.get("baseline")
     ok = "yes" if this["peak_rss_mb"] <= TARGET_MB else "NO"
+    private = this.get("peak_private_mb", float("nan"))
     line = f"| {r['format']:<27} | {r['file_mb']:>8,.1f} | {this['peak_rss_mb']:>7,.0f} |"
-    line += f" {this['wall_s']:>7.1f} | {ok:>3} |"
+    line += f" {private:>7,.0f} | {this['wall_s']:>7.1f} | {ok:>3} |"
     if base:
         line += f" {base['peak_rss_mb']:>8,.0f} | {base['wall_s']:>7.1f} |"
     else:
@@ -131,12 +134,12 @@ def main() -> None:
         rows.append(row)
         print(_row(row), flush=True)
     header = (
-        f"| log | MB | peak RSS MB | wall s | ≤{TARGET_MB} |"
+        f"| log | MB | peak RSS MB | of it private MB | wall s | RSS ≤{TARGET_MB} |"
         f" {'baseline' if baseline else '(no baseline)'} RSS MB | wall s |"
     )
     print(f"\n{platform.node()} · {os.cpu_count()} CPUs · Python {platform.python_version()}")
     print(header)
-    print("|---|---:|---:|---:|:---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|:---:|---:|---:|")
     for row in rows:
         print(_row(row))
     (OUT / "memory_formats.json").write_text(json.dumps(rows, indent=1) + "\n")

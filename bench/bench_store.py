@@ -328,7 +328,9 @@ def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _sessionq_runner(data: Path) -> tuple[Callable[[dict[str, Any]], int], Callable[[], None]]:
+def _sessionq_runner(
+    data: Path, mode: str = "phrase"
+) -> tuple[Callable[[dict[str, Any]], int], Callable[[], None]]:
     from indexer.model.search import (
         CwdFilter,
         EventMetadataFilter,
@@ -352,7 +354,10 @@ def _sessionq_runner(data: Path) -> tuple[Callable[[dict[str, Any]], int], Calla
             ef.append(SurfaceFilter(tuple(q["surfaces"])))
         if q.get("time_from") is not None:
             ef.append(TimeFilter(from_=q["time_from"]))
-        page = svc.search_sessions(q["query"], sf, ef, limit=101)
+        if mode == "phrase":  # a checkout before the search modes has no ``mode``
+            page = svc.search_sessions(q["query"], sf, ef, limit=101)
+        else:
+            page = svc.search_sessions(q["query"], sf, ef, limit=101, mode=mode)  # type: ignore[arg-type]
         return len(page.items)
 
     return run, svc.close
@@ -397,7 +402,7 @@ def _sessionq_doc_count(data: Path, query: str) -> int | None:
 def child_search(args: dict[str, Any]) -> dict[str, Any]:
     engine = args["engine"]
     if engine == "sessionq":
-        run, close = _sessionq_runner(Path(args["data"]))
+        run, close = _sessionq_runner(Path(args["data"]), args.get("mode", "phrase"))
     else:
         run, close = _fts5_runner(Path(args["db"]))
     reps, warmup, budget = int(args["reps"]), int(args["warmup"]), float(args["budget"])
@@ -925,6 +930,18 @@ def _targets(results: dict[str, Any]) -> list[dict[str, str]]:
                 "status": _mark(ratio >= TARGET_P99_RATIO),
             }
         )
+        words = search.get("words")
+        if words:
+            today = search.get("before", {}).get("p99", o["sessionq_p99"])
+            out.append(
+                {
+                    "target": "(b) words-mode search p99 <= 2x the phrase p99 of 970ce9a "
+                    "(or of this tree without --baseline-src)",
+                    "value": f"p50 {words['p50']:.2f} / p99 {words['p99']:.2f} ms vs p99 "
+                    f"{today:.2f} ms (x{words['p99'] / today:.2f})",
+                    "status": _mark(words["p99"] <= 2 * today),
+                }
+            )
     return out
 
 
@@ -1228,6 +1245,16 @@ def _search_phase(
     fts_search = _run_child(
         "search", {**common, "engine": "fts5", "db": str(data_root / "search-fts5.sqlite3")}
     )
+    print("search latency, sessionq --search-mode words ...", flush=True)
+    words = _run_child(
+        "search",
+        {
+            **common,
+            "engine": "sessionq",
+            "mode": "words",
+            "data": str(data_root / "search-sessionq"),
+        },
+    )
     before: dict[str, Any] | None = None
     if args.baseline_src is not None:
         print("search latency, sessionq before ...", flush=True)
@@ -1256,7 +1283,15 @@ def _search_phase(
         )
     sq_groups = [q["sessionq_samples_ms"] for q in per_query]
     fts_groups = [q["fts5_samples_ms"] for q in per_query]
-    extra: dict[str, Any] = {}
+    word_groups = [q["samples_ms"] for q in words["queries"]]
+    extra: dict[str, Any] = {
+        "words": {
+            "p50": _weighted_percentile(word_groups, 50),
+            "p99": _weighted_percentile(word_groups, 99),
+            "hits": [q["hits"] for q in words["queries"]],
+            "machine_load": words["machine_load"],
+        }
+    }
     if before is not None:
         groups = [q["samples_ms"] for q in before["queries"]]
         extra["before"] = {

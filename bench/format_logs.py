@@ -51,10 +51,10 @@ def _jsonl(path: Path, size: int, lines: Callable[[int, str, str, str, str], lis
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
         for turn in _turns(7):
-            for obj in lines(*turn):
-                f.write(json.dumps(obj) + "\n")
-            if f.tell() >= size:
+            chunk = "".join(json.dumps(obj) + "\n" for obj in lines(*turn))
+            if f.tell() + len(chunk) > size:  # the file stays within the size asked for
                 break
+            f.write(chunk)
     return path
 
 
@@ -178,14 +178,17 @@ def _gemini_json(root: Path, size: int) -> Path:
     head = json.dumps(_gemini_head(), indent=2)[:-2]
     with path.open("w") as f:
         f.write(head + ',\n  "messages": [\n')
-        first = True
+        first, tail = True, '\n  ],\n  "summary": "a long benchmark chat"\n}\n'
         for turn in _turns(7):
-            for message in _gemini_messages(*turn):
-                f.write(("" if first else ",\n") + json.dumps(message, indent=2))
-                first = False
-            if f.tell() >= size:
+            chunk = "".join(
+                ("" if first and n == 0 else ",\n") + json.dumps(message, indent=2)
+                for n, message in enumerate(_gemini_messages(*turn))
+            )
+            if f.tell() + len(chunk) + len(tail) > size:  # within the size asked for
                 break
-        f.write('\n  ],\n  "summary": "a long benchmark chat"\n}\n')
+            f.write(chunk)
+            first = False
+        f.write(tail)
     return path
 
 
