@@ -269,6 +269,11 @@ def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
     from indexer.logs.reader import read_log
     from indexer.store.tantivy import analyzer, schema
     from indexer.surface.fold import classify
+
+    try:
+        from indexer.store.tantivy import words
+    except ImportError:  # a checkout before the search modes
+        words = None  # type: ignore[assignment]
     from indexer.surface.text import extract_text
 
     files = _corpus_files(Path(args["corpus"]))
@@ -298,6 +303,8 @@ def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
             pairs = analyzer.pairs_text(analyzer.analyze(text))
             if pairs:
                 doc.add_text("pairs", pairs)
+            if words is not None:  # a checkout with the words field (format 5)
+                doc.add_text("words", words.words_text(text, " ".join(analyzer.analyze(text))))
             doc.add_text("cwd", cwd)
             doc.add_text("parent", parent)
             doc.add_integer("created_at", header.created_at)
@@ -309,6 +316,8 @@ def child_tantivy_bare(args: dict[str, Any]) -> dict[str, Any]:
     path.mkdir(parents=True)
     index = tantivy.Index(schema.build_schema(), path=str(path))
     index.register_tokenizer(analyzer.ANALYZER_NAME, analyzer.build_analyzer())
+    if words is not None:
+        index.register_tokenizer(words.STEMS_ANALYZER_NAME, words.STEMS_ANALYZER)
     writer = index.writer(heap_size=int(args["heap"]), num_threads=int(args["threads"]))
     cpu0 = time.process_time()
     started = time.perf_counter()

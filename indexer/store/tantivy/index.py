@@ -33,6 +33,7 @@ from indexer.store.tantivy.schema import (
 )
 from indexer.store.tantivy.segments import segment_sessions
 from indexer.store.tantivy.staging import QUERY, Staging
+from indexer.store.tantivy.words import STEMS_ANALYZER, STEMS_ANALYZER_NAME
 
 _OPEN_ATTEMPTS: Final = 5
 
@@ -83,6 +84,7 @@ class TantivyIndex:
             make_dirs(path)
             index = open_or_create(self._schema, path)
             index.register_tokenizer(ANALYZER_NAME, ANALYZER)
+            index.register_tokenizer(STEMS_ANALYZER_NAME, STEMS_ANALYZER)
             index.config_reader("Manual")
             self._index = index
             self._writer = index.writer(heap_size=heap_bytes, num_threads=threads)
@@ -115,6 +117,7 @@ class TantivyIndex:
         def open_() -> None:
             index = tantivy.Index.open(str(self.path))
             index.register_tokenizer(ANALYZER_NAME, ANALYZER)
+            index.register_tokenizer(STEMS_ANALYZER_NAME, STEMS_ANALYZER)
             index.config_reader("Manual")
             signature = self._signature()
             index.reload()

@@ -59,7 +59,7 @@ from indexer.store.tantivy.analyzer import (
     pairs_text,
     sanitize_text,
 )
-from indexer.store.tantivy.words import words_text
+from indexer.store.tantivy.words import STEMS_ANALYZER_NAME, words_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +90,9 @@ def prebuilt(d: IndexDoc) -> IndexDoc:
     size, and slow to unpickle) — and Tantivy only splits them at spaces."""
     text = sanitize_text(d.text)
     tokens = doc_tokens(text)
+    terms = " ".join(tokens)
     return dataclasses.replace(
-        d,
-        text=text,
-        terms=" ".join(tokens),
-        pairs=pairs_text(tokens),
-        words=words_text(text, tokens),
+        d, text=text, terms=terms, pairs=pairs_text(tokens), words=words_text(text, terms)
     )
 
 
@@ -146,7 +143,7 @@ def build_schema() -> tantivy.Schema:
     # and lengths as the analyzer run by Tantivy, at a fraction of the indexing CPU.
     sb.add_text_field("text", tokenizer_name="whitespace", index_option="position")
     sb.add_text_field("pairs", tokenizer_name="whitespace", index_option="freq")
-    sb.add_text_field("words", tokenizer_name="whitespace", index_option="freq")
+    sb.add_text_field("words", tokenizer_name=STEMS_ANALYZER_NAME, index_option="freq")
     sb.add_text_field("cwd", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("parent", tokenizer_name="raw", index_option="basic")
     sb.add_integer_field("created_at", indexed=True, fast=True)

@@ -26,16 +26,18 @@ from typing import Final
 
 import tantivy
 
-__all__ = ["WordsQuery", "query_units", "words_text"]
+__all__ = ["STEMS_ANALYZER", "STEMS_ANALYZER_NAME", "WordsQuery", "query_units", "words_text"]
 
-_STEMMER: Final = (
+STEMS_ANALYZER_NAME: Final = "sessionq_stems"
+STEMS_ANALYZER: Final = (
     tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
     .filter(tantivy.Filter.stemmer("english"))
     .build()
 )
-_CAMEL_WORD: Final = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]*[a-z][A-Z][A-Za-z]*(?![A-Za-z0-9])")
-"""An identifier in camel case: letters only (a token with digits — a hash, a key, an
-id — is never split), a lowercase letter followed by an uppercase one somewhere."""
+"""The ``words`` field's analyzer: a document gives it analyzer tokens (and identifier
+parts), space-separated, and Tantivy stems them as it indexes them; queries are stemmed
+by the same analyzer (``_stems``)."""
+_STEMMER: Final = STEMS_ANALYZER
 _CAMEL_PART: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 PHRASE_BOOST: Final = 2.0
 """What the literal phrase adds, relative to a word's own score: enough to put the
@@ -44,25 +46,70 @@ TOKEN_BOOST: Final = 0.5
 """What each exact token (not only its stem) adds."""
 
 
+_STEMS: dict[str, str] = {}
+_STEMS_KEPT: Final = 262_144
+"""Stems remembered (a pure function of the token: documents repeat their words, and
+one call into the stemmer per new word is most of what the ``words`` field costs)."""
+
+
 def _stems(tokens: Iterable[str]) -> list[str]:
-    joined = " ".join(tokens)
-    return list(_STEMMER.analyze(joined)) if joined else []
+    """The English stem of each token (tokens hold no whitespace: one stem each)."""
+    tokens = list(tokens)
+    known = _STEMS
+    new = [t for t in dict.fromkeys(tokens) if t not in known]
+    if new:
+        if len(known) + len(new) > _STEMS_KEPT:
+            known.clear()
+        stems = list(_STEMMER.analyze(" ".join(new)))
+        if len(stems) != len(new):  # not one stem per token: stem each alone
+            stems = [next(iter(_STEMMER.analyze(t)), t) for t in new]
+        known.update(zip(new, stems, strict=True))
+    return [known[t] for t in tokens]
+
+
+_HUMP: Final = re.compile(r"[a-z][A-Z]")
+_ASCII_LETTERS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_DIGITS: Final = frozenset("0123456789")
+
+
+def _camel_words(text: str) -> list[str]:
+    """The identifiers in camel case in ``text``: runs of ASCII letters holding a
+    lowercase letter followed by an uppercase one, not next to a digit (a token with
+    digits — a hash, a key, an id — is never split). Found from the humps (rare)
+    outward, not by trying a pattern at every letter."""
+    words: list[str] = []
+    end = -1
+    n = len(text)
+    for hump in _HUMP.finditer(text):
+        if hump.start() < end:
+            continue  # a later hump of the word already taken
+        i, j = hump.start(), hump.end()
+        while i > 0 and text[i - 1] in _ASCII_LETTERS:
+            i -= 1
+        while j < n and text[j] in _ASCII_LETTERS:
+            j += 1
+        end = j
+        if (i > 0 and text[i - 1] in _DIGITS) or (j < n and text[j] in _DIGITS):
+            continue  # part of a token with digits: never split
+        words.append(text[i:j])
+    return words
 
 
 def _camel_parts(text: str) -> list[str]:
     """The lowercased parts of every camel-case identifier in ``text``, in order."""
-    return [part.lower() for word in _CAMEL_WORD.findall(text) for part in _split(word)]
+    return [part.lower() for word in _camel_words(text) for part in _split(word)]
 
 
 def _split(word: str) -> list[str]:
     return [p for p in _CAMEL_PART.findall(word) if len(p) > 1]
 
 
-def words_text(text: str, tokens: list[str]) -> str:
-    """The ``words`` field value of a document: the stems of its analyzer ``tokens`` and
-    of the parts of its camel-case identifiers, space-separated (the field keeps
-    frequencies, no positions)."""
-    return " ".join(_stems([*tokens, *_camel_parts(text)]))
+def words_text(text: str, terms: str) -> str:
+    """The ``words`` field value of a document: its analyzer tokens (``terms``, joined by
+    spaces) and the parts of its camel-case identifiers; Tantivy stems them
+    (``STEMS_ANALYZER``; the field keeps frequencies, no positions)."""
+    parts = _camel_parts(text)
+    return f"{terms} {' '.join(parts)}" if parts else terms
 
 
 Unit = tuple[str, tuple[str, ...]]
@@ -72,9 +119,7 @@ Unit = tuple[str, tuple[str, ...]]
 
 def query_units(query: str, tokens: list[str]) -> list[Unit]:
     """The units a query must match, in order, each once."""
-    parts = {
-        w.lower(): tuple(_stems(p.lower() for p in _split(w))) for w in _CAMEL_WORD.findall(query)
-    }
+    parts = {w.lower(): tuple(_stems(p.lower() for p in _split(w))) for w in _camel_words(query)}
     units: dict[str, Unit] = {}
     for token, stem in zip(tokens, _stems(tokens), strict=True):
         split = parts.get(token, ())
