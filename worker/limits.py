@@ -24,6 +24,16 @@ def _is_js_integer(value: Any) -> bool:
     return isinstance(value, int) or value.is_integer()
 
 
+class ToolLimitError(TypeError):
+    """Upstream's ``TypeError`` for an invalid limit, naming the setting it is about, so
+    the command line can say which flag and variable gave it."""
+
+    def __init__(self, setting: str, value: Any, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.value = value
+
+
 class ToolLimits(BaseModel):
     """Invalid values raise ``TypeError`` (as upstream's constructor does)."""
 
@@ -51,16 +61,22 @@ class ToolLimits(BaseModel):
     @classmethod
     def _check_max_search_results(cls, value: Any) -> int:
         if not _is_js_integer(value) or not 1 <= value <= MAX_SAFE_INTEGER:
-            raise TypeError("tool-session-query: maxSearchResults must be a positive safe integer")
+            raise ToolLimitError(
+                "max_search_results",
+                value,
+                "tool-session-query: maxSearchResults must be a positive safe integer",
+            )
         return int(value)
 
     @field_validator("search_timeout_ms", mode="before")
     @classmethod
     def _check_search_timeout_ms(cls, value: Any) -> int:
         if not _is_js_integer(value) or not 1 <= value <= MAX_TIMER_DELAY_MS:
-            raise TypeError(
+            raise ToolLimitError(
+                "search_timeout_ms",
+                value,
                 "tool-session-query: searchTimeoutMs must be a positive integer no greater than "
-                f"{MAX_TIMER_DELAY_MS}"
+                f"{MAX_TIMER_DELAY_MS}",
             )
         return int(value)
 
@@ -68,8 +84,10 @@ class ToolLimits(BaseModel):
     @classmethod
     def _check_max_timeout_ms(cls, value: Any) -> int:
         if not _is_js_integer(value) or not 1 <= value <= MAX_TIMER_DELAY_MS:
-            raise TypeError(
+            raise ToolLimitError(
+                "max_timeout_ms",
+                value,
                 f"sessionq: maxTimeoutMs must be a positive integer no greater than "
-                f"{MAX_TIMER_DELAY_MS}"
+                f"{MAX_TIMER_DELAY_MS}",
             )
         return int(value)

@@ -307,6 +307,25 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def command_parser(path: str) -> argparse.ArgumentParser:
+    """The parser of the command at ``path`` (``"topics create"``)."""
+    parser = build_parser()
+    for word in path.split():
+        (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return parser
+
+
+def flag_names(path: str) -> dict[str, str]:
+    """Each destination of the command at ``path`` and the flag that sets it, as the
+    command spells it first (``snapshot_to`` -> ``--to`` in ``snapshot create``)."""
+    return {
+        action.dest: action.option_strings[0]
+        for action in command_parser(path)._actions
+        if action.option_strings and action.dest != "help"
+    }
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sessionq", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
