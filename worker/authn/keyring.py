@@ -36,9 +36,26 @@ ANY_WORKSPACE: Final = "*"
 
 
 class KeyringError(SessionqError):
-    """The keyring file cannot be used; ``message`` names the file and the problem."""
+    """A key file (the keyring, a host's signing key) cannot be used; ``message`` names
+    the file and the problem, ``path`` and ``problem`` hold them apart (the command line
+    puts its flag before them)."""
 
     code = INVALID_CONFIG
+
+    def __init__(self, what: str, path: Path, problem: str) -> None:
+        super().__init__(f"{what} {path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def file_problem(exc: OSError | ValueError) -> str:
+    """What is wrong with a key file, in words: the system's reason for an unreadable
+    file, the parser's for a malformed one (JSON: where it broke)."""
+    if isinstance(exc, OSError):
+        return f"cannot read it: {exc.strerror or exc}"
+    if isinstance(exc, orjson.JSONDecodeError):
+        return f"not JSON: {exc}"
+    return str(exc)
 
 
 def clean_path(path: str) -> bool:
@@ -161,7 +178,7 @@ class Keyring:
             signature = self._stat()
             keys = parse_keyring(self.path.read_bytes())
         except (OSError, ValueError) as exc:
-            raise KeyringError(f"keyring {self.path}: {exc}") from exc
+            raise KeyringError("keyring", self.path, file_problem(exc)) from exc
         self._signature = signature
         return keys
 

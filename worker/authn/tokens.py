@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.serialization import (
 
 from worker.authn.binding import CLAIM as BINDING_CLAIM
 from worker.authn.binding import Binding, envelope_digest
-from worker.authn.keyring import HostKey, Keyring, KeyringError, read_entry
+from worker.authn.keyring import HostKey, Keyring, KeyringError, file_problem, read_entry
 from worker.authn.principal import Principal
 from worker.contract.errors import HarnessError, caller_unauthenticated
 
@@ -74,11 +74,16 @@ class CallerSigner:
         """A signer from a private key PEM file (``sessionq keys generate`` writes one,
         and its keyring entry beside it, read here when present)."""
         try:
-            key = load_pem_private_key(path.read_bytes(), password=None)
-        except (OSError, ValueError) as exc:
-            raise KeyringError(f"signing key {path}: {exc}") from exc
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise KeyringError("signing key", path, file_problem(exc)) from exc
+        try:
+            key = load_pem_private_key(raw, password=None)
+        except (ValueError, TypeError) as exc:  # TypeError: a key that wants a password
+            problem = "not a PEM private key without a password"
+            raise KeyringError("signing key", path, problem) from exc
         if not isinstance(key, Ed25519PrivateKey):
-            raise KeyringError(f"signing key {path}: not an Ed25519 private key")
+            raise KeyringError("signing key", path, "not an Ed25519 private key")
         return cls(kid, key, ttl_s=ttl_s, entry=read_entry(path))
 
     def token(self, request_id: str, session_id: str, workspace: str | None, binding: str) -> str:

@@ -4,6 +4,8 @@ one line naming the cause and the fix, with exit status 2, before any work start
 * ``--sessions`` paths must exist (a typo must not start a server that never answers);
 * ``--data`` must be a directory this process can create or write, and a non-empty
   directory must be a sessionq data dir (``--data ~`` must not fill a home directory);
+* a key file (``--keyring``, ``--signing-key``) must be readable and what the flag
+  wants (a keyring's JSON, an Ed25519 private key in PEM);
 * a listen address must be free: the port is bound here, before the first ingest (or
   the first connection to Kafka), and the bound socket is what the server then serves
   on — ``serve``'s ``--listen`` and every role's ``--metrics-listen`` alike.
@@ -16,10 +18,14 @@ import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from indexer.store.layout import SQLITE_NAME, WATCH_DIR_NAME, WRITER_LOCK_NAME
 from indexer.store.private import make_dirs
 from worker.cli.exits import fail
+
+if TYPE_CHECKING:
+    from worker.authn.tokens import CallerSigner
 
 _OWN_FILES = frozenset({SQLITE_NAME, WRITER_LOCK_NAME, WATCH_DIR_NAME, "tantivy"})
 
@@ -105,3 +111,40 @@ def metrics_socket(command: str, listen: str) -> socket.socket | None:
         fail(command, f"--metrics-listen / SESSIONQ_METRICS_LISTEN: {exc}")
     flag, env = "--metrics-listen", "SESSIONQ_METRICS_LISTEN"
     return listening_socket(command, host, port, flag=flag, env=env)
+
+
+def keyring(command: str, path: Path | None) -> None:
+    """The ``--keyring`` file reads and parses (the role loads it again when it starts,
+    and reloads it when it changes); exits 2 naming the flag, the file and the problem."""
+    from worker.authn.keyring import Keyring, KeyringError
+
+    if path is None:
+        return
+    try:
+        Keyring(path)
+    except KeyringError as exc:
+        fail(
+            command,
+            f"--keyring {exc.path}: {exc.problem}; give the keyring JSON file"
+            " `sessionq keys generate --keyring F` writes",
+        )
+
+
+def signing_key(command: str, key_id: str | None, path: Path | None) -> CallerSigner | None:
+    """The host's signer from ``--signing-key`` and ``--key-id`` (None without a key);
+    exits 2 naming the flag, the file and the problem."""
+    from worker.authn.keyring import KeyringError
+    from worker.authn.tokens import CallerSigner
+
+    if path is None:
+        return None
+    if key_id is None:
+        fail(command, "--signing-key needs --key-id (SESSIONQ_KEY_ID)")
+    try:
+        return CallerSigner.from_file(key_id, path)
+    except KeyringError as exc:
+        fail(
+            command,
+            f"--signing-key {exc.path}: {exc.problem}; give the KID.key file"
+            " `sessionq keys generate` writes",
+        )

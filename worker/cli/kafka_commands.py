@@ -70,6 +70,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from worker.kafka.worker import Worker
 
     settings = settings_from(WorkerSettings, args)
+    door.keyring(args.command, settings.keyring)
     ops = door.metrics_socket(args.command, settings.metrics_listen)
     setup_logging(settings)
 

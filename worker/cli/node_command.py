@@ -17,6 +17,7 @@ def cmd_node(args: argparse.Namespace) -> int:
     from worker.settings_node import NodeSettings
 
     settings = settings_from(NodeSettings, args)
+    door.keyring(args.command, settings.keyring)
     ops = door.metrics_socket(args.command, settings.metrics_listen)
     setup_logging(settings)
 

@@ -160,17 +160,13 @@ def _print_reply(args: argparse.Namespace, reply: Reply) -> int:
 async def _call_over_kafka(
     settings: CallSettings, args: argparse.Namespace, arguments: object, request_id: str
 ) -> Reply:
-    from worker.authn.tokens import CallerSigner
+    from worker.cli import door
     from worker.contract.errors import CALLER_UNAUTHENTICATED, TOOL_TIMEOUT
     from worker.kafka.client import call_once
     from worker.kafka.preflight import caller_warnings, refusal_hint, timeout_hint
 
     assert settings.kafka is not None
-    signer = None
-    if settings.signing_key is not None:
-        if settings.key_id is None:
-            fail(args.command, "--signing-key needs --key-id (SESSIONQ_KEY_ID)")
-        signer = CallerSigner.from_file(settings.key_id, settings.signing_key)
+    signer = door.signing_key(args.command, settings.key_id, settings.signing_key)
     for warning in caller_warnings(signer, args.workspace):
         print(f"sessionq call: warning: {warning}", file=sys.stderr)
     cap = settings.tools.max_timeout_ms
