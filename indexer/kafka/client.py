@@ -218,7 +218,8 @@ async def assign_all(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartit
         await consumer._client.force_metadata_update()
         parts = consumer.partitions_for_topic(topic)
     if not parts:
-        raise RuntimeError(f'topic "{topic}" does not exist')
+        hint = "create sessionq's topics with `sessionq topics create`"
+        raise TopicMissingError(f"topic {topic!r} does not exist ({hint})", topic)
     tps = [TopicPartition(topic, p) for p in sorted(parts)]
     consumer.assign(tps)
     return tps
@@ -245,11 +246,16 @@ class EventsSource:
         self.partitions: list[int] = []
         self._lag: dict[int, int] = {}
 
-    async def start(self, offsets: Mapping[tuple[str, int], int]) -> None:
+    async def connect(self) -> None:
+        """Reach the broker and assign every partition of the topic (a missing topic
+        raises ``TopicMissingError``); ``seek`` then positions them."""
         async with kafka_access(self.kafka):
             await self._consumer.start()
             tps = await assign_all(self._consumer, self.topic)
         self.partitions = [tp.partition for tp in tps]
+
+    async def start(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        await self.connect()
         await self.seek(offsets)
 
     async def seek(self, offsets: Mapping[tuple[str, int], int]) -> None:

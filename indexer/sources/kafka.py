@@ -82,15 +82,8 @@ class Indexer:
         self.metrics = metrics if metrics is not None else Metrics("indexer")
         self.counters = IndexerCounters()
         self.lease = WriterLease(settings.data, "indexer")
-        self.lease.acquire_or_fail()
-        self.store = Store(
-            settings.data,
-            on_purge=self._purged,
-            failpoints=settings.failpoints,
-            redaction=settings.redaction,
-            batch_bytes=settings.commit_every_bytes,
-        )
-        self.loop = RecordLoop(self.store, self.metrics)
+        self._store: Store | None = None  # opened by start(), once Kafka answered
+        self._loop: RecordLoop | None = None
         self.source = EventsSource(kafka, kafka.events_topic)
         self.dlq = Producer(kafka, client_id="sessionq-indexer-dlq", max_request_size=DLQ_MAX_BYTES)
         # --retain-days: expired sessions leave as delete records on the events topic.
@@ -119,11 +112,36 @@ class Indexer:
                 registry=self.metrics.registry,
             )
 
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise RuntimeError("the indexer's store opens in start()")
+        return self._store
+
+    @property
+    def loop(self) -> RecordLoop:
+        if self._loop is None:
+            raise RuntimeError("the indexer's store opens in start()")
+        return self._loop
+
     async def start(self) -> None:
+        """Kafka first (the producers, every partition of the events topic), then the
+        data dir (the writer lease, the store), then the positions stored there: an
+        indexer that cannot reach its broker or topic creates nothing."""
         await self.dlq.start()
         if self.deletes is not None:
             await self.deletes.start()
-        await self.source.start(self.store.offsets())
+        await self.source.connect()
+        self.lease.acquire_or_fail()
+        self._store = Store(
+            self.settings.data,
+            on_purge=self._purged,
+            failpoints=self.settings.failpoints,
+            redaction=self.settings.redaction,
+            batch_bytes=self.settings.commit_every_bytes,
+        )
+        self._loop = RecordLoop(self._store, self.metrics)
+        await self.source.seek(self._store.offsets())
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -139,7 +157,8 @@ class Indexer:
                 if self.deletes is not None:
                     await self.deletes.stop()
             finally:
-                self.store.close()
+                if self._store is not None:
+                    self._store.close()
                 self.lease.release()
 
     def apply(self, record: InRecord) -> bool:

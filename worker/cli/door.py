@@ -4,6 +4,8 @@ one line naming the cause and the fix, with exit status 2, before any work start
 * ``--sessions`` paths must exist (a typo must not start a server that never answers);
 * ``--data`` must be a directory this process can create or write, and a non-empty
   directory must be a sessionq data dir (``--data ~`` must not fill a home directory);
+  a role that needs a broker first checks it without creating it, and creates it only
+  once the broker answered;
 * a key file (``--keyring``, ``--signing-key``) must be readable and what the flag
   wants (a keyring's JSON, an Ed25519 private key in PEM);
 * a listen address must be free: the port is bound here, before the first ingest (or
@@ -47,16 +49,20 @@ def session_roots(command: str, paths: Sequence[Path], *, flag: str = "--session
     return out
 
 
-def data_dir(command: str, path: Path) -> Path:
-    """A data dir this process may write: created (owner-only) when missing; exits 2
-    naming why not."""
+def usable_data_dir(command: str, path: Path) -> Path:
+    """``--data`` as this process could use it, creating nothing: a directory it may
+    write, or a missing one whose nearest existing parent it may write; a non-empty
+    directory must be a sessionq data dir. Exits 2 naming why not."""
     path = Path(os.path.expanduser(path))
     if path.exists() and not path.is_dir():
         fail(command, f"--data {path} is a file, not a directory: give a directory for the data")
-    try:
-        make_dirs(path)
-    except OSError as exc:
-        fail(command, f"--data {path}: cannot create it ({exc.strerror or exc})")
+    if not path.exists():
+        parent = next((p for p in path.absolute().parents if p.exists()), Path("/"))
+        if not parent.is_dir():
+            fail(command, f"--data {path}: cannot create it ({parent} is not a directory)")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            fail(command, f"--data {path}: cannot create it ({parent} is not writable)")
+        return path
     if not os.access(path, os.W_OK | os.X_OK):
         fail(command, f"--data {path}: not writable by this user (fix its permissions)")
     entries = set(os.listdir(path))
@@ -66,6 +72,17 @@ def data_dir(command: str, path: Path) -> Path:
             f"--data {path} is a non-empty directory that is not a sessionq data directory:"
             " give an empty or new directory (e.g. ~/.sessionq/data)",
         )
+    return path
+
+
+def data_dir(command: str, path: Path) -> Path:
+    """A data dir this process may write (``usable_data_dir``), created (owner-only)
+    when missing; exits 2 naming why not."""
+    path = usable_data_dir(command, path)
+    try:
+        make_dirs(path)
+    except OSError as exc:
+        fail(command, f"--data {path}: cannot create it ({exc.strerror or exc})")
     return path
 
 

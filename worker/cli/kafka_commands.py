@@ -44,16 +44,18 @@ def cmd_indexer(args: argparse.Namespace) -> int:
     from worker.cli import door
 
     settings = settings_from(IndexerSettings, args)
+    door.usable_data_dir(args.command, settings.data)
     ops = door.metrics_socket(args.command, settings.metrics_listen)
     setup_logging(settings)
 
     async def main() -> None:
         metrics = Metrics("indexer")
         indexer = Indexer(settings, metrics=metrics)
-        await indexer.start()
-        on_terminate(indexer.stop)
-        runner = await serve_ops(ops, metrics, indexer.caught_up, indexer.readiness_notes)
+        runner = None
         try:
+            await indexer.start()  # Kafka first: the data dir is created once it answered
+            on_terminate(indexer.stop)
+            runner = await serve_ops(ops, metrics, indexer.caught_up, indexer.readiness_notes)
             await indexer.run()
         finally:
             await indexer.close()
