@@ -18,9 +18,10 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from indexer.store.layout import SQLITE_NAME, WATCH_DIR_NAME, WRITER_LOCK_NAME
 from indexer.store.private import make_dirs
@@ -86,17 +87,8 @@ def data_dir(command: str, path: Path) -> Path:
     return path
 
 
-def listening_socket(
-    command: str, host: str, port: int, *, flag: str = "--listen", env: str = "SESSIONQ_LISTEN"
-) -> socket.socket:
-    """Bind ``host:port`` now (``:0`` picks a free port); a busy port exits 2, in one line
-    naming the address, ``flag`` and its environment variable ``env``."""
-    where = f"{flag} {host}:{port}"
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        fail(command, f"{where}: cannot resolve {host!r} ({exc.strerror})")
-    family, kind, proto, _, address = infos[0]
+def _bind(family: int, kind: int, proto: int, address: Any) -> socket.socket | OSError:
+    """A listening socket on ``address``, or why it cannot be one."""
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -104,30 +96,99 @@ def listening_socket(
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            fail(
-                command,
-                f"{where}: the address is already in use (another server on that port? pick"
-                f" another with {flag} HOST:PORT or {env}, or port 0 for a free one)",
-            )
-        fail(command, f"{where}: cannot listen there ({exc.strerror or exc})")
+        return exc
     sock.setblocking(False)
     return sock
 
 
-def metrics_socket(command: str, listen: str) -> socket.socket | None:
+def _resolve(command: str, host: str, port: int, where: str) -> tuple[int, int, int, Any]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        fail(command, f"{where}: cannot resolve {host!r} ({exc.strerror})")
+    family, kind, proto, _, address = infos[0]
+    return family, kind, proto, address
+
+
+def listening_socket(
+    command: str, host: str, port: int, *, flag: str = "--listen", env: str = "SESSIONQ_LISTEN"
+) -> socket.socket:
+    """Bind ``host:port`` now (``:0`` picks a free port); a busy port exits 2, in one line
+    naming the address, ``flag`` and its environment variable ``env``."""
+    where = f"{flag} {host}:{port}"
+    bound = _bind(*_resolve(command, host, port, where))
+    if isinstance(bound, socket.socket):
+        return bound
+    if bound.errno == errno.EADDRINUSE:
+        fail(
+            command,
+            f"{where}: the address is already in use (another server on that port? pick"
+            f" another with {flag} HOST:PORT or {env}, or port 0 for a free one)",
+        )
+    fail(command, f"{where}: cannot listen there ({bound.strerror or bound})")
+
+
+# Where a role whose default metrics port is taken serves instead: the first free port
+# above the three roles' defaults (indexer 9464, worker 9465, node 9466), so a second
+# process of one role never takes another role's default.
+METRICS_FALLBACK_PORTS: Final = range(9467, 9500)
+
+
+class OpsSettings(Protocol):
+    """A role with ops endpoints (``metrics_listen``) whose settings say what was given."""
+
+    @property
+    def metrics_listen(self) -> str: ...
+
+    @property
+    def model_fields_set(self) -> set[str]: ...
+
+
+def metrics_socket(command: str, settings: OpsSettings) -> socket.socket | None:
     """A long-running role's ``--metrics-listen`` socket (``/metrics``, ``/healthz``,
-    ``/readyz``), bound now; None when the setting is empty (no endpoints)."""
+    ``/readyz``), bound now; None when the setting is empty (no endpoints).
+
+    An address given (flag or variable) is taken or the role exits 2. The role's default
+    taken (another process of the role on this host) is not an error: the first free
+    port of ``METRICS_FALLBACK_PORTS`` on the same host is taken instead, said in one
+    line; the ready line (``metrics on HOST:PORT``) names the port either way."""
     from worker.http.ops import parse_listen
 
+    listen = settings.metrics_listen
     if not listen:
         return None
+    flag, env = "--metrics-listen", "SESSIONQ_METRICS_LISTEN"
     try:
         host, port = parse_listen(listen)
     except ValueError as exc:
-        fail(command, f"--metrics-listen / SESSIONQ_METRICS_LISTEN: {exc}")
-    flag, env = "--metrics-listen", "SESSIONQ_METRICS_LISTEN"
-    return listening_socket(command, host, port, flag=flag, env=env)
+        fail(command, f"{flag} / {env}: {exc}")
+    if "metrics_listen" in settings.model_fields_set:
+        return listening_socket(command, host, port, flag=flag, env=env)
+    where = f"{flag} {host}:{port}"
+    family, kind, proto, address = _resolve(command, host, port, where)
+    bound = _bind(family, kind, proto, address)
+    if isinstance(bound, socket.socket):
+        return bound
+    if bound.errno != errno.EADDRINUSE:
+        fail(command, f"{where}: cannot listen there ({bound.strerror or bound})")
+    for other in METRICS_FALLBACK_PORTS:
+        moved = _bind(family, kind, proto, (address[0], other, *address[2:]))
+        if isinstance(moved, socket.socket):
+            shown = f"[{host}]" if ":" in host else host
+            print(
+                f"sessionq {command}: the default metrics address {listen} is taken (another"
+                f" {command} on this host?): serving on {shown}:{other} instead; pin one with"
+                f" {flag} HOST:PORT or {env}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return moved
+    last = METRICS_FALLBACK_PORTS[-1]
+    fail(
+        command,
+        f"{where}: the address is already in use, and so is every port"
+        f" {METRICS_FALLBACK_PORTS[0]}-{last}: give one with {flag} HOST:PORT or {env}",
+    )
 
 
 def keyring(command: str, path: Path | None) -> None:

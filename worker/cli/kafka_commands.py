@@ -45,7 +45,7 @@ def cmd_indexer(args: argparse.Namespace) -> int:
 
     settings = settings_from(IndexerSettings, args)
     door.usable_data_dir(args.command, settings.data)
-    ops = door.metrics_socket(args.command, settings.metrics_listen)
+    ops = door.metrics_socket(args.command, settings)
     setup_logging(settings)
 
     async def main() -> None:
@@ -73,7 +73,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     settings = settings_from(WorkerSettings, args)
     door.keyring(args.command, settings.keyring)
-    ops = door.metrics_socket(args.command, settings.metrics_listen)
+    ops = door.metrics_socket(args.command, settings)
     setup_logging(settings)
 
     async def main() -> None:

@@ -18,7 +18,7 @@ def cmd_node(args: argparse.Namespace) -> int:
 
     settings = settings_from(NodeSettings, args)
     door.keyring(args.command, settings.keyring)
-    ops = door.metrics_socket(args.command, settings.metrics_listen)
+    ops = door.metrics_socket(args.command, settings)
     setup_logging(settings)
 
     async def main() -> None:
