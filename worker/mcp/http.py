@@ -9,8 +9,11 @@ JSON 401 (before the body is read). A body over ``MAX_REQUEST_BYTES`` (1 MiB, as
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -125,16 +128,55 @@ def http_app(server: Server[Any], names: frozenset[str], token: str | None) -> A
     return BearerGuard(app, token, names)
 
 
+# After a stop, how long open connections (a client's event stream) may take to end
+# before uvicorn cancels them: well within the role's stop bound (``STOP_GRACE_S``).
+GRACEFUL_S = 1
+
+
 async def serve_http(app: ASGIApp, host: str, sock: socket.socket) -> None:
     """Serve on ``sock`` (bound at the door, ``worker.cli.door``): print the URL on
-    stderr, then serve until cancelled."""
+    stderr, then serve until cancelled.
+
+    Cancelling it is how the role stops it (its SIGTERM/SIGINT handlers,
+    ``worker.cli.runtime.run_until_stopped``; uvicorn installs none of its own): the
+    server then shuts down in order — listener closed, connections ended within
+    ``GRACEFUL_S``, the app's lifespan told to shut down and awaited — before the
+    cancellation goes on, so no task of the app is left to be cancelled mid-wait."""
     import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            """The app's lifespan first (listener closed): the SDK ends its sessions,
+            so their event streams end and their connections close by themselves;
+            uvicorn's own shutdown then finds nothing to cancel (its second lifespan
+            shutdown returns at once)."""
+            for server in self.servers:
+                server.close()
+            await self.lifespan.shutdown()
+            await super().shutdown(sockets)
 
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"sessionq mcp on http://{shown}:{bound}{MCP_PATH}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    await uvicorn.Server(config).serve(sockets=[sock])
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        timeout_graceful_shutdown=GRACEFUL_S,
+    )
+    server = Server(config)
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    try:
+        await asyncio.shield(serving)
+    except asyncio.CancelledError:
+        server.should_exit = True
+        await serving
+        raise
 
 
 def check_listen(host: str, token: str | None) -> str | None:
