@@ -24,7 +24,14 @@ from indexer.kafka.client import (
 )
 from indexer.settings import KafkaSettings
 
-__all__ = ["GroupSource", "InRecord", "Producer", "ReplyReader"]
+__all__ = [
+    "GroupSource",
+    "InRecord",
+    "Producer",
+    "ReplyReader",
+    "create_topics",
+    "topic_partitions",
+]
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -125,6 +132,19 @@ class ReplyReader:
 
     async def stop(self) -> None:
         await stop_client(self._consumer)
+
+
+async def topic_partitions(kafka: KafkaSettings, topics: Sequence[str]) -> dict[str, int]:
+    """How many partitions each topic has now (0: it does not exist), from one metadata
+    request of a client of its own."""
+    consumer = AIOKafkaConsumer(**connection_options(kafka), enable_auto_commit=False)
+    try:
+        async with kafka_access(kafka):
+            await consumer.start()
+            await consumer._client.force_metadata_update()
+        return {t: len(consumer.partitions_for_topic(t) or ()) for t in topics}
+    finally:
+        await stop_client(consumer)
 
 
 async def create_topics(

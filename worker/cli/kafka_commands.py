@@ -16,7 +16,7 @@ from worker.settings import PublishSettings, TopicsSettings, WorkerSettings
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    from worker.kafka.topics import ensure_topics
+    from worker.kafka.topics import ensure_topics, partition_warning
 
     settings = settings_from(TopicsSettings, args)
     if settings.kafka.secured and settings.replication_factor == 1:
@@ -25,17 +25,23 @@ def cmd_topics(args: argparse.Namespace) -> int:
             " production cluster but --replication-factor is 1 (one broker loss loses data)",
             file=sys.stderr,
         )
-    result = asyncio.run(
-        ensure_topics(
+
+    async def main() -> tuple[dict[str, str], str | None]:
+        result = await ensure_topics(
             settings.kafka,
             settings.partitions,
             replication_factor=settings.replication_factor,
             min_insync_replicas=settings.min_insync_replicas,
             events_retention_days=settings.events_retention_days,
         )
-    )
+        existing = [name for name, status in result.items() if status == "exists"]
+        return result, await partition_warning(settings.kafka, settings.partitions, existing)
+
+    result, warning = asyncio.run(main())
     for name, status in result.items():
         print(f"{name}: {status}")
+    if warning is not None:
+        print(f"sessionq topics create: warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 

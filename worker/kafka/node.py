@@ -38,9 +38,10 @@ from indexer.sources.partitions.replica import ReplicaSettings, partition_dir
 from indexer.sources.partitions.retention import PartitionRetention
 from indexer.sources.partitions.set import PartitionSet
 from indexer.sources.partitions.snapshots import PartitionSnapshots
-from indexer.sources.partitions.status import write_status
+from indexer.sources.partitions.status import read_status, write_status
 from worker.kafka.node_metrics import NodeMetrics
 from worker.kafka.node_worker import NodeWorker
+from worker.kafka.topics import rebuilt_warning
 from worker.settings_node import NodeSettings
 
 log = logging.getLogger("sessionq.node")
@@ -182,6 +183,9 @@ class Node:
                 f" {self.kafka.requests_topic} {requests}: a node needs them equal"
                 " (co-partitioned by workspace); recreate them with `sessionq topics create`"
             )
+        before = (read_status(self.settings.data) or {}).get("partitions")
+        if isinstance(before, int) and before not in (0, events):
+            log.warning("%s", rebuilt_warning(self.kafka, before, events))
         self.partition_count = events
         self.worker.partitions = events
         for client in (self.dlq, self.lineage_writer, self.copies, self.worker.producer):

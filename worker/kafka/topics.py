@@ -1,13 +1,19 @@
-"""sessionq's topics and their configuration (DESIGN.md "Topics")."""
+"""sessionq's topics and their configuration (DESIGN.md "Topics"), and what to say when
+existing topics have other partition counts than sessionq expects of them."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from typing import Final
+
 from indexer.kafka.dead_letter import DLQ_MAX_BYTES
-from indexer.kafka.group import create_topics
+from indexer.kafka.group import create_topics, topic_partitions
 from indexer.settings import KafkaSettings
 from worker.contract.envelopes import MAX_REQUEST_BYTES
 from worker.settings import TopicsSettings
 
+log = logging.getLogger("sessionq.topics")
 DAY_MS = 24 * 3600 * 1000
 EVENTS_RETENTION_DAYS: int = TopicsSettings.model_fields["events_retention_days"].default
 
@@ -80,3 +86,89 @@ async def ensure_topics(
             for name, parts, cfg in specs
         ]
     return await create_topics(kafka, specs, replication_factor=replication_factor)
+
+
+def _alter(kafka: KafkaSettings, topic: str, partitions: int) -> str:
+    """The command that gives an existing topic more partitions (Kafka's own tool)."""
+    return (
+        f"kafka-topics.sh --bootstrap-server {kafka.bootstrap} --alter --topic {topic}"
+        f" --partitions {partitions}"
+    )
+
+
+MOVES: Final = (
+    "adding partitions moves workspaces to other partitions: partitioned nodes need the"
+    " topics recreated and the logs republished instead"
+)
+
+
+def existing_counts_warning(
+    kafka: KafkaSettings, specs: list[tuple[str, int, dict[str, str]]], counts: Mapping[str, int]
+) -> str | None:
+    """One line on the existing topics whose partition count is not the one asked for
+    (``topics create`` leaves an existing topic as it is); None when all match."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for name, wanted, _ in specs:
+        has = counts.get(name, 0)
+        if has not in (0, wanted):
+            groups.setdefault((has, wanted), []).append(name)
+    if not groups:
+        return None
+    said = "; ".join(
+        f"{', '.join(names)} {'exists' if len(names) == 1 else 'exist'} with {has}"
+        f" partition{'' if has == 1 else 's'}, not {wanted}"
+        for (has, wanted), names in groups.items()
+    )
+    (_, wanted), names = next(iter(groups.items()))
+    more = " (and alike for the others)" if len(names) > 1 or len(groups) > 1 else ""
+    return (
+        f"{said}: existing topics are left as they are; to change one:"
+        f" {_alter(kafka, names[0], wanted)}{more}; {MOVES}"
+    )
+
+
+async def partition_warning(
+    kafka: KafkaSettings, partitions: int, existing: list[str]
+) -> str | None:
+    """``topics create``'s warning about the ``existing`` topics (``existing_counts_warning``)."""
+    if not existing:
+        return None
+    counts = await topic_partitions(kafka, existing)
+    return existing_counts_warning(kafka, topic_specs(kafka, partitions), counts)
+
+
+def unequal_warning(kafka: KafkaSettings, events: int, requests: int) -> str | None:
+    """The requests and events topics should be co-partitioned (``topic_specs``)."""
+    if events == requests:
+        return None
+    topic, wanted = (
+        (kafka.events_topic, requests) if events < requests else (kafka.requests_topic, events)
+    )
+    return (
+        f"{kafka.requests_topic} has {requests} partitions and {kafka.events_topic} {events}:"
+        " `sessionq topics create` makes them equal (partitioned nodes need that; a worker"
+        f" answers either way); to make them equal: {_alter(kafka, topic, wanted)}; {MOVES}"
+    )
+
+
+def rebuilt_warning(kafka: KafkaSettings, before: int, now: int) -> str:
+    """A node whose stores were built on another partition count than the topics have."""
+    return (
+        f"{kafka.events_topic} and {kafka.requests_topic} have {now} partitions, but this"
+        f" node's stores were built on {before}: a workspace may now route to a partition"
+        " whose store does not hold its sessions; recreate the topics, republish the logs"
+        " and start the nodes on empty data dirs"
+    )
+
+
+async def warn_of_unequal_partitions(kafka: KafkaSettings) -> None:
+    """At a worker's start: log the partition counts, and a warning when the requests and
+    events topics differ."""
+    counts = await topic_partitions(kafka, [kafka.events_topic, kafka.requests_topic])
+    events, requests = counts[kafka.events_topic], counts[kafka.requests_topic]
+    log.info(
+        "%s has %d partitions, %s %d", kafka.events_topic, events, kafka.requests_topic, requests
+    )
+    warning = unequal_warning(kafka, events, requests)
+    if warning is not None:
+        log.warning("%s", warning)

@@ -50,6 +50,7 @@ from worker.contract.envelopes import (
 from worker.contract.errors import TOOL_FAILED, TOOL_FAILED_MESSAGE
 from worker.kafka.offsets import OffsetTracker, RequestSource
 from worker.kafka.reply_topics import Refusal, ReplyTopics
+from worker.kafka.topics import warn_of_unequal_partitions
 from worker.pipeline import Pipeline, Route, ToolCall
 from worker.settings import AnsweringSettings
 from worker.slots import Shares, Slots
@@ -98,11 +99,9 @@ class Worker:
         self.source: RequestSource = source or GroupSource(
             kafka, kafka.requests_topic, settings.group, client_id=client_id
         )
+        replies = f"{client_id}-replies"
         self.producer = Producer(
-            kafka,
-            client_id=f"{client_id}-replies",
-            request_timeout_ms=10000,
-            max_request_size=DLQ_MAX_BYTES,
+            kafka, client_id=replies, request_timeout_ms=10000, max_request_size=DLQ_MAX_BYTES
         )
         self.metrics = metrics if metrics is not None else Metrics("worker")
         self.authenticator = _authenticator(settings)
@@ -122,6 +121,7 @@ class Worker:
     # ---- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
         await self.producer.start()
+        await warn_of_unequal_partitions(self.kafka)
         await self.source.start(self._on_revoked, self._on_assigned)
         self._started = True
 
