@@ -53,9 +53,20 @@ def search_sessions(
         mode=mode,
     )
     found = rows.rows(h.session_id for h in hits)
-    # A document whose session row is not committed yet (index commits first) is skipped.
-    items = [SessionHit(found[h.session_id].record, h) for h in hits if h.session_id in found]
+    items = [
+        SessionHit(row.record, h)
+        for h in hits
+        if (row := found.get(h.session_id)) is not None and committed(h.seq, row.next_seq)
+    ]
     return SessionSearchPage(items, more)
+
+
+def committed(seq: int, next_seq: int) -> bool:
+    """Whether a hit's event is in the tables yet. The index commits before the tables
+    (``indexer.store.records.checkpoint``), so for a moment a search can see a document
+    whose session row or event row a read cannot find; such a hit is left out until the
+    tables commit, so every hit shown can be read at once."""
+    return seq < next_seq
 
 
 def search_events(
@@ -81,4 +92,5 @@ def search_events(
     hits, more = index.search_events(
         session_id, q, filters, limit=limit, snippet_chars=snippet_chars, mode=mode
     )
-    return EventSearchPage(row.record.header, hits, more)
+    shown = [h for h in hits if committed(h.seq, row.next_seq)]
+    return EventSearchPage(row.record.header, shown, more)

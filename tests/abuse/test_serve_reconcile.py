@@ -58,7 +58,7 @@ async def test_serve_reconciles_logs_changed_while_down(tmp_path: Path) -> None:
     write_log(root, "caller", caller_log())
     gone = write_log(root, "gone", [user(0, "walrus question"), assistant(1, "walrus answer")])
     write_log(root, "rewritten", [user(0, "heron question"), assistant(1, "heron answer")])
-    write_log(root, "shortened", [user(0, "ibis question"), assistant(1, "ibis answer")])
+    write_log(root, "shortened", [user(0, "ibis question"), assistant(1, "ibis pelican answer")])
     write_log(root, "grown", [user(0, "koala question")])
     # A session ingested from a path serve does not watch: never reconciled away.
     other = tmp_path / "elsewhere"
@@ -73,6 +73,7 @@ async def test_serve_reconciles_logs_changed_while_down(tmp_path: Path) -> None:
     try:
         assert "gone" in await search(emb, "walrus")
         assert "rewritten" in await search(emb, "heron")
+        assert "shortened" in await search(emb, "pelican")
         assert (await trace(emb, "gone"))[0]
         assert store_stats(data).sessions == 6
     finally:
@@ -96,7 +97,7 @@ async def test_serve_reconciles_logs_changed_while_down(tmp_path: Path) -> None:
         assert [e.seq for e in emb.service.list_events("rewritten")] == [0, 1]
 
         assert [e.seq for e in emb.service.list_events("shortened")] == [0]
-        assert "shortened" not in await search(emb, "answer ibis")
+        assert "shortened" not in await search(emb, "pelican")  # only the cut event held it
 
         assert [e.seq for e in emb.service.list_events("grown")] == [0, 1]
         assert "grown" in await search(emb, "panda")

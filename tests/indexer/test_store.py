@@ -234,3 +234,25 @@ def test_record_decoding_names_what_is_wrong() -> None:
         decode_record(b'{"v":1,"kind":"unknown"}')
     rec = decode_record(b'{"v":1,"kind":"lifecycle","session_id":"s","live":true}')
     assert isinstance(rec, LifecycleRecord) and rec.live
+
+
+def test_a_search_shows_no_hit_a_read_cannot_find_yet(tmp_path: Path) -> None:
+    """The index commits before the tables: in between, a search must not show the new
+    event (a read of it would say it does not exist), then shows it once both commit."""
+    store = Store(tmp_path)
+    store.apply(header_record(header("s1")))
+    store.apply(events_record("s1", [user(0, "first question")]))
+    store.commit()
+    store.apply(events_record("s1", [assistant(1, "quokka answer")]))
+    store.index.commit()  # the window: the index committed, the tables not yet
+    svc = StoreQueryService(tmp_path)
+    try:
+        assert svc.search_sessions("quokka", [], [], limit=10).items == []
+        assert svc.search_events("s1", "quokka", [], limit=10).items == []
+        store.commit()
+        sessions = svc.search_sessions("quokka", [], [], limit=10).items
+        assert [(h.record.header.id, h.best.seq) for h in sessions] == [("s1", 1)]
+        assert [h.seq for h in svc.search_events("s1", "quokka", [], limit=10).items] == [1]
+    finally:
+        svc.close()
+        store.close()
