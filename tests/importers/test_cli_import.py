@@ -28,8 +28,12 @@ def test_ingest_recognises_both_trees_and_stats_counts_per_agent(
     assert sum(a["events"] for a in stats["agents"].values()) == stats["events"]
     assert main(["stats", "--data", str(data)]) == 0
     text = capsys.readouterr().out
-    # one "key: value" line per field, as for every other field
-    assert f"agents: {stats['agents']}" in text.splitlines()
+    # the agents as a table: a row per agent that has sessions
+    lines = text.splitlines()
+    table = lines[lines.index("agents:") + 1 :]
+    assert table[0].split() == ["sessions", "events"]
+    assert table[1].split() == ["claude-code", "6", "33"]
+    assert table[2].split() == ["codex", "3", "30"]
 
 
 def test_ingest_counts_dsh_sessions_apart(

@@ -150,7 +150,7 @@ def test_stats_call_and_snapshot_run_beside_a_writing_serve(
             assert first["events"] >= demo.events
             answer = ok("call", *trace_args)
             assert answer.strip(), "call printed nothing"
-            assert answer == in_process_answer(data, "session_trace", {}, reader.id)
+            assert answer == in_process_answer(data, "session_trace", {}, reader.id) + "\n"
             made = ok("snapshot", "create", "--data", str(data), "--to", str(tmp_path / "snaps"))
             assert made.startswith(f"snapshot {tmp_path / 'snaps'}/"), made
             restored = tmp_path / f"restored-{round_}"

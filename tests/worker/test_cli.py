@@ -216,7 +216,7 @@ def test_call_prints_exactly_the_tool_text(
         "call", tool, json.dumps(arguments), "--data", str(data_dir), "--caller", caller
     )
     assert (result.returncode, result.stderr) == (0, "")
-    assert result.stdout == expected_text(in_process, tool, arguments, caller)
+    assert result.stdout == expected_text(in_process, tool, arguments, caller) + "\n"
 
 
 def test_call_output_is_the_worked_trace_of_the_small_store(data_dir: Path) -> None:
@@ -232,7 +232,7 @@ def test_call_output_is_the_worked_trace_of_the_small_store(data_dir: Path) -> N
         "- none (target is a root session)\n"
         "\n"
         "Descendants:\n"
-        "- cli-other — Haystack search | 1970-01-01T00:00:02.000Z | persisted"
+        "- cli-other — Haystack search | 1970-01-01T00:00:02.000Z | persisted\n"
     )
 
 
@@ -244,7 +244,7 @@ def test_call_step_seq_moves_the_current_step_boundary(data_dir: Path) -> None:
     # ... unless the host says the current step started at seq 1
     cut = sessionq(*base, "--caller", "cli-caller", "--step-seq", "1")
     assert cut.returncode == 0
-    assert cut.stdout.endswith("No prior event matches found.")
+    assert cut.stdout.endswith("No prior event matches found.\n")
 
 
 def test_call_tool_error_prints_code_and_message_on_stderr(data_dir: Path) -> None:
@@ -441,8 +441,12 @@ def test_stats_describes_the_data_directory(data_dir: Path) -> None:
     assert stats["events"] == EVENT_COUNT
     assert stats["workspaces"] == 2
     assert stats["live_sessions"] == 0
-    # the text form is the same values, one "key: value" line each, in the same order
-    assert text.stdout.splitlines() == [f"{key}: {value}" for key, value in stats.items()]
+    # the text form is a table people read: labels in words, counts as numbers, no
+    # Python reprs of the nested tables
+    lines = text.stdout.splitlines()
+    assert lines[0].split() == ["sessions", "3"]
+    assert f"events         {EVENT_COUNT:,}" in lines
+    assert "agents:" in lines and not any("{" in line or "'" in line for line in lines)
 
 
 def test_stats_requires_a_data_directory() -> None:

@@ -126,8 +126,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode() + "\n")
         return EXIT_OK
-    for key, value in shown.items():
-        print(f"{key}: {value}")
+    from worker.cli.stats_text import stats_lines
+
+    print("\n".join(stats_lines(shown)))
     return EXIT_OK
 
 
@@ -148,9 +149,9 @@ def _print_reply(args: argparse.Namespace, reply: Reply) -> int:
         sys.stdout.write(orjson.dumps(reply.to_json()).decode() + "\n")
         return EXIT_OK
     if reply.ok:
-        sys.stdout.write(reply.text or "")
-        if sys.stdout.isatty():
-            sys.stdout.write("\n")
+        # The tool's text never ends in a newline; a line of output does (``--json`` is
+        # the exact reply for scripts).
+        sys.stdout.write((reply.text or "") + "\n")
         return EXIT_OK
     assert reply.error is not None
     print(f"{reply.error.code}: {reply.error.message}", file=sys.stderr)
