@@ -168,7 +168,8 @@ async def _call_over_kafka(
 
     assert settings.kafka is not None
     signer = door.signing_key(args.command, settings.key_id, settings.signing_key)
-    for warning in caller_warnings(signer, args.workspace):
+    warnings = caller_warnings(signer, args.workspace)
+    for warning in warnings:
         print(f"sessionq call: warning: {warning}", file=sys.stderr)
     cap = settings.tools.max_timeout_ms
     reply = await call_once(
@@ -184,7 +185,8 @@ async def _call_over_kafka(
     )
     if reply.error is not None and reply.error.code == CALLER_UNAUTHENTICATED:
         hint = refusal_hint(signer, args.workspace)
-        print(f"sessionq call: likely cause: {hint}", file=sys.stderr)
+        said = "the warning above" if hint in warnings else hint  # each sentence once
+        print(f"sessionq call: likely cause: {said}", file=sys.stderr)
     elif reply.error is not None and reply.error.code == TOOL_TIMEOUT:
         print(f"sessionq call: likely cause: {timeout_hint(args.caller)}", file=sys.stderr)
     return reply
