@@ -1,7 +1,7 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-DATA ?= .sessionq/data
+DATA ?=
 SESSIONS ?=
 
 .PHONY: venv test test-fast lint run bench clean

@@ -5,7 +5,8 @@
 #
 # SESSIONS  dsh session root(s) or log files, ':'-separated; empty = write a demo corpus
 #           to .sessionq/demo (24 sessions) and serve that.
-# DATA      data directory (default .sessionq/data).
+# DATA      data directory (default .sessionq/demo-data for the demo corpus,
+#           .sessionq/data for SESSIONS given: the demo never mixes into a user's store).
 # SESSIONQ_LISTEN  HOST:PORT to listen on (default 127.0.0.1:8765).
 # VENV      virtualenv to use (default .venv, which `make run` creates).
 #
@@ -18,7 +19,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 SESSIONS="${1:-}"
 DATA="${2:-}"
-DATA="${DATA:-.sessionq/data}"
 LISTEN="${SESSIONQ_LISTEN:-127.0.0.1:8765}"
 VENV="${VENV:-.venv}"
 PY="$VENV/bin/python"
@@ -29,6 +29,26 @@ if [[ ! -x "$PY" || ! -x "$SQ" ]]; then
     exit 1
 fi
 
+# A port that cannot be listened on is said here in make's words (serve's own line
+# names its --listen flag, which make run does not take).
+if ! why="$("$PY" -c 'import socket, sys
+host = sys.argv[1].strip("[]")
+family = socket.AF_INET6 if ":" in host else socket.AF_INET
+try:
+    with socket.socket(family) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, int(sys.argv[2])))
+except (OSError, ValueError) as exc:
+    sys.exit(getattr(exc, "strerror", None) or str(exc))' "${LISTEN%:*}" "${LISTEN##*:}" 2>&1)"; then
+    echo "run.sh: cannot listen on $LISTEN ($why): pick another address, e.g." \
+        "SESSIONQ_LISTEN=127.0.0.1:8766 make run" >&2
+    exit 2
+fi
+
+if [[ -z "$DATA" && -z "$SESSIONS" ]]; then
+    DATA=.sessionq/demo-data
+fi
+DATA="${DATA:-.sessionq/data}"
 if [[ -z "$SESSIONS" ]]; then
     SESSIONS=.sessionq/demo
     if "$SQ" demo-corpus --help >/dev/null 2>&1; then

@@ -39,10 +39,16 @@ def free_port() -> int:
 
 def clean_copy(dest: Path) -> Path:
     """The repository's tracked and unignored files, without any local state."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, check=True, capture_output=True,
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = REPO / rel
         if src.is_file():
@@ -115,8 +121,13 @@ def test_run_sh_serves_the_demo_and_prints_working_calls(clone: Path, tmp_path: 
     stderr = (tmp_path / "stderr.txt").open("w")
     proc = subprocess.Popen(
         ["bash", "scripts/run.sh", "", str(tmp_path / "data")],
-        cwd=clone, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
-        text=True, start_new_session=True,
+        cwd=clone,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
     )
     assert proc.stdout is not None
     lines: queue.Queue[str | None] = queue.Queue()
@@ -148,3 +159,59 @@ def test_run_sh_serves_the_demo_and_prints_working_calls(clone: Path, tmp_path: 
         stderr.close()
     log = (tmp_path / "stderr.txt").read_text()
     assert f"sessionq serving on http://127.0.0.1:{port}" in log
+
+
+def test_run_sh_on_a_busy_port_says_so_in_make_s_words(clone: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        env = {**os.environ, "SESSIONQ_LISTEN": f"127.0.0.1:{port}", "VENV": str(VENV)}
+        done = subprocess.run(
+            ["bash", "scripts/run.sh"],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2, done
+    assert done.stderr.splitlines() == [
+        f"run.sh: cannot listen on 127.0.0.1:{port} (Address already in use): pick another"
+        " address, e.g. SESSIONQ_LISTEN=127.0.0.1:8766 make run"
+    ]
+    assert not (clone / ".sessionq").exists()  # no demo written, no data dir made
+
+
+def test_the_demo_keeps_its_store_apart_from_a_user_s(clone: Path) -> None:
+    """``make run`` with no SESSIONS stores the demo in ``.sessionq/demo-data``, so a later
+    ``make run SESSIONS=...`` (``.sessionq/data``) never serves demo sessions beside the
+    user's."""
+    port = free_port()
+    env = {**os.environ, "SESSIONQ_LISTEN": f"127.0.0.1:{port}", "VENV": str(VENV)}
+    env.pop("SESSIONQ_SESSIONS", None)
+    proc = subprocess.Popen(
+        ["bash", "scripts/run.sh"],
+        cwd=clone,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=pump, args=(proc.stdout, lines), daemon=True).start()
+    try:
+        read_until(lines, "(Ctrl-C stops the server)", START_TIMEOUT)
+        assert (clone / ".sessionq" / "demo-data").is_dir()
+        assert not (clone / ".sessionq" / "data").exists()
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
