@@ -30,6 +30,7 @@ from aiokafka.helpers import create_ssl_context
 from aiokafka.structs import OffsetAndMetadata
 
 from indexer.errors import KafkaAccessError, TopicMissingError, UndeliverableError
+from indexer.kafka.backoff import backed_off
 from indexer.settings import KafkaSettings
 
 # How long a failed connection may take to explain itself (the diagnosis probe).
@@ -243,6 +244,7 @@ class EventsSource:
             max_partition_fetch_bytes=8 * 1024 * 1024,
             fetch_max_bytes=32 * 1024 * 1024,
         )
+        backed_off(self._consumer, kafka.bootstrap)
         self.partitions: list[int] = []
         self._lag: dict[int, int] = {}
 
@@ -321,6 +323,7 @@ class Producer:
             max_request_size=max_request_size,
             request_timeout_ms=request_timeout_ms,
         )
+        backed_off(self._producer, kafka.bootstrap)
 
     async def start(self) -> None:
         async with kafka_access(self.kafka):

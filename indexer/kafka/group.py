@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import TopicAuthorizationFailedError
 
 from indexer.errors import KafkaAccessError
+from indexer.kafka.backoff import backed_off
 from indexer.kafka.client import (
     InRecord,
     Producer,
@@ -66,6 +67,7 @@ class GroupSource:
             heartbeat_interval_ms=1000,
             max_poll_interval_ms=300000,
         )
+        backed_off(self._consumer, kafka.bootstrap)
 
     async def start(
         self,
@@ -118,6 +120,7 @@ class ReplyReader:
             enable_auto_commit=False,
             auto_offset_reset="latest",
         )
+        backed_off(self._consumer, kafka.bootstrap)
 
     async def start(self) -> None:
         async with kafka_access(self.kafka):

@@ -17,6 +17,7 @@ from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
 
 from indexer.kafka.assignor import CoPartitionAssignor, LocalState
+from indexer.kafka.backoff import backed_off
 from indexer.kafka.client import (
     LAG_TIMEOUT_S,
     InRecord,
@@ -88,6 +89,7 @@ class NodeGroup:
             max_poll_interval_ms=300000,
             **FETCH_OPTIONS,
         )
+        backed_off(self._consumer, kafka.bootstrap)
 
     async def connect(self) -> None:
         async with kafka_access(self.kafka):
@@ -192,6 +194,7 @@ class CopySource:
             isolation_level="read_committed",
             **FETCH_OPTIONS,
         )
+        backed_off(self._consumer, kafka.bootstrap)
         self.partitions: list[int] = []
 
     async def start(self) -> None:
