@@ -16,6 +16,7 @@ from typing import Any
 from indexer.environment import env_name
 from indexer.formats import SOURCE_FORMATS
 from indexer.search_modes import SEARCH_MODES
+from worker.cli.flag_defaults import DEFAULTS
 
 
 def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
@@ -24,8 +25,11 @@ def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
 
 
 def setting_as(parser: argparse.ArgumentParser, flags: list[str], dest: str, **kwargs: Any) -> None:
-    """A setting under short flags and its own (``--to`` = ``--snapshot-to``)."""
-    kwargs["help"] = f"{kwargs.get('help', '')} ({env_name(dest)})".strip()
+    """A setting under short flags and its own (``--to`` = ``--snapshot-to``); its help
+    ends with its default, if it has one, and its variable."""
+    default = DEFAULTS.get(parser.prog.removeprefix("sessionq "), {}).get(dest)
+    said = f"default: {default}; {env_name(dest)}" if default is not None else env_name(dest)
+    kwargs["help"] = f"{kwargs.get('help', '')} ({said})".strip().replace("%", "%%")
     parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, **kwargs)
 
 

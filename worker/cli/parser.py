@@ -18,23 +18,32 @@ from worker.cli.flags import nonneg_int, positive_int, redact_flag, setting, set
 Subparsers: TypeAlias = "argparse._SubParsersAction[Any]"
 
 DESCRIPTION = (
-    "``sessionq`` command line: parse -> the role's settings -> run.\n\n"
-    "Every setting flag can also be set through an environment variable ``SESSIONQ_<FLAG>``\n"
-    "(upper case, dashes as underscores); an explicit flag wins. Flags carry no defaults:\n"
-    "the settings models (``indexer.settings``, ``worker.settings``) hold them, once.\n"
+    "sessionq lets coding agents search and read their own and their workspace's earlier\n"
+    "sessions. On one machine: `sessionq serve` (HTTP API and console) or `sessionq mcp`\n"
+    "(for an agent) over your agents' logs; on a Kafka cluster: `indexer`, `worker` or\n"
+    "`node`. `sessionq COMMAND --help` says what a command does, with its defaults.\n\n"
+    "Every setting flag can also be set as an environment variable SESSIONQ_<FLAG>\n"
+    "(upper case, dashes as underscores); a flag given wins over its variable."
+)
+LOGS = "dsh, Claude Code, Codex, Gemini CLI, OpenCode, Copilot CLI, Aider"
+TOOLS = (
+    "session_search, session_event_search, session_trace, session_event_trace or"
+    " session_event_read"
 )
 
 
 def command(sub: Subparsers, path: str, help: str) -> argparse.ArgumentParser:
     """The parser of the command at ``path``: its last word under ``sub``."""
-    p: argparse.ArgumentParser = sub.add_parser(path.split()[-1], help=help)
+    p: argparse.ArgumentParser = sub.add_parser(
+        path.split()[-1], help=help, description=help[:1].upper() + help[1:] + "."
+    )
     p.set_defaults(run=path)
     return p
 
 
 def _store_commands(sub: Subparsers) -> None:
     p = command(
-        sub, "ingest", "index session logs (dsh, Claude Code, Codex, Gemini CLI, OpenCode, Copilot)"
+        sub, "ingest", f"index session logs ({LOGS}) into a data directory"
     )
     p.add_argument("paths", nargs="+", help="session log files or directories")
     flags.data(p)
@@ -54,7 +63,7 @@ def _store_commands(sub: Subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = command(sub, "call", "call one tool as a caller session")
-    p.add_argument("tool", help="session_search, session_event_search, session_trace, ...")
+    p.add_argument("tool", help=TOOLS)
     p.add_argument("arguments", help="the tool arguments as a JSON object")
     flags.data(p)
     flags.bootstrap(p, "call through Kafka instead")
@@ -137,7 +146,7 @@ def _kafka_commands(sub: Subparsers) -> None:
     flags.ops(p)
 
     p = command(
-        sub, "publish", "publish session logs (dsh, Claude Code, Codex) to the events topic"
+        sub, "publish", f"publish session logs ({LOGS}) to the events topic"
     )
     p.add_argument("paths", nargs="+", help="session log files or dsh roots")
     flags.bootstrap(p)
@@ -284,7 +293,7 @@ def _serve_command(sub: Subparsers) -> None:
         "--sessions",
         nargs="+",
         type=Path,
-        help="session roots (dsh, Claude Code, Codex) or files",
+        help=f"the folders your agents write their logs in ({LOGS}) or log files",
     )
     flags.log_format(p)
     flags.data(p)
