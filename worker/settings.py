@@ -236,7 +236,7 @@ class McpSettings(ServiceSettings, RedactingSettings):
     caller: str | None = Field(
         default=None,
         min_length=1,
-        description="the caller session every connection speaks for (else discovered by cwd)",
+        description="the caller session every call speaks for (else the session that made it)",
     )
     workspace: str | None = Field(
         default=None, min_length=1, description="the caller's cwd, vouched for in its token (Kafka)"
@@ -247,6 +247,13 @@ class McpSettings(ServiceSettings, RedactingSettings):
     key_id: str | None = Field(
         default=None, min_length=1, description="the signing key's id in the workers' keyring"
     )
+    daemon_idle_ms: int = Field(
+        default=60_000,
+        ge=1,
+        description="how long the daemon serving a data dir's stdio windows stays up with none"
+        " connected",
+    )
+
     @model_validator(mode="after")
     def _one_backend(self) -> McpSettings:
         if self.kafka is None and self.data is None:

@@ -17,6 +17,7 @@ import pytest
 
 from tests.data_paths import CORPUS_DIR, REPO_ROOT
 from worker.cli.main import main
+from worker.mcp.window import SESSION_VARIABLES
 
 CALLER = "85e6db1b-b2a5-5fb3-b045-5a0a2addb250"  # /home/dev/acp-agent
 FOREIGN = "64633373-26e0-5b92-aa97-7d200928683b"  # /home/dev/web/workspace
@@ -64,7 +65,9 @@ def cli_call(
         code = main([*argv, *extra])
     assert code in (0, 3), err.getvalue()
     if code == 0:
-        return CliReply(True, out.getvalue())
+        text = out.getvalue()
+        assert text.endswith("\n"), text  # the tool's text, then the line's end
+        return CliReply(True, text[:-1])
     line = err.getvalue()
     assert line.endswith("\n") and line.count("\n") == 1, line
     return CliReply(False, line[:-1])
@@ -85,11 +88,18 @@ def cli_replies(corpus_data: Path) -> dict[str, CliReply]:
     return {case.name: cli_call(corpus_data, case.tool, case.arguments) for case in CASES}
 
 
+DAEMON_IDLE_MS = "3000"  # a test's MCP daemons end soon after its windows
+
+
 def subprocess_env(**extra: str) -> dict[str, str]:
     """The environment of a ``sessionq mcp`` subprocess: this checkout first on the path,
-    no inherited ``SESSIONQ_*`` setting."""
+    no inherited ``SESSIONQ_*`` setting nor agent session variable; its MCP daemon ends
+    ``DAEMON_IDLE_MS`` after its last window."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQ_")}
+    for name in SESSION_VARIABLES:
+        env.pop(name, None)
     env["PYTHONPATH"] = str(REPO_ROOT)
+    env["SESSIONQ_DAEMON_IDLE_MS"] = DAEMON_IDLE_MS
     env.update(extra)
     return env
 

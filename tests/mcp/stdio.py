@@ -15,11 +15,14 @@ from tests.mcp.conftest import mcp_argv, subprocess_env
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(*args: str, cwd: Path = REPO_ROOT) -> AsyncIterator[ClientSession]:
-    """An initialized session with ``sessionq mcp ARGS``; the server ends with it."""
+async def stdio_session(
+    *args: str, cwd: Path = REPO_ROOT, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    """An initialized session with ``sessionq mcp ARGS`` (``env``: variables the agent
+    sets for its server); the server ends with it."""
     argv = mcp_argv(*args)
     params = StdioServerParameters(
-        command=argv[0], args=argv[1:], env=subprocess_env(), cwd=str(cwd)
+        command=argv[0], args=argv[1:], env=subprocess_env(**(env or {})), cwd=str(cwd)
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()

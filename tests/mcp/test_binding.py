@@ -11,9 +11,9 @@ import mcp_types as types
 from tests.builders import BASE_TIME, header, user
 from tests.conftest import build_store
 from tests.mcp.conftest import CliReply, cli_call
-from tests.mcp.inprocess import embedded, mcp_client
+from tests.mcp.inprocess import embedded, mcp_client, window
 from tests.mcp.test_transports import as_reply
-from worker.mcp.binding import CallerBinder
+from worker.mcp.window import Window
 
 
 def _workspaces(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -32,9 +32,9 @@ def _workspaces(tmp_path: Path) -> tuple[Path, Path, Path]:
     return ws, other, data
 
 
-def _trace(data: Path, binder: CallerBinder, **client_options: object) -> CliReply:
+def _trace(data: Path, served: Window, **client_options: object) -> CliReply:
     async def run() -> CliReply:
-        async with mcp_client(embedded(data), binder, **client_options) as client:
+        async with mcp_client(embedded(data), served, **client_options) as client:
             first = as_reply(await client.call_tool("session_trace", {}))
             again = as_reply(await client.call_tool("session_trace", {}))
             assert again == first  # the connection stays bound
@@ -47,12 +47,12 @@ def test_discovery_binds_the_newest_session_of_the_working_directory(tmp_path: P
     ws, _, data = _workspaces(tmp_path)
     expected = cli_call(data, "session_trace", {}, caller="new")
     assert expected.ok and expected != cli_call(data, "session_trace", {}, caller="old")
-    assert _trace(data, CallerBinder(None, cwd=ws)) == expected
+    assert _trace(data, window(cwd=ws)) == expected
 
 
 def test_discovery_prefers_a_session_its_host_has_open(tmp_path: Path) -> None:
     _, other, data = _workspaces(tmp_path)
-    assert _trace(data, CallerBinder(None, cwd=other)) == cli_call(
+    assert _trace(data, window(cwd=other)) == cli_call(
         data, "session_trace", {}, caller="open"
     )
 
@@ -63,13 +63,13 @@ def test_discovery_uses_the_clients_roots_when_it_offers_them(tmp_path: Path) ->
     async def roots(_ctx: object) -> types.ListRootsResult:
         return types.ListRootsResult(roots=[types.Root(uri=ws.as_uri())])
 
-    bound = _trace(data, CallerBinder(None, cwd=other), list_roots_callback=roots)
+    bound = _trace(data, window(cwd=other), list_roots_callback=roots)
     assert bound == cli_call(data, "session_trace", {}, caller="new")
 
 
 def test_an_explicit_caller_wins_over_discovery(tmp_path: Path) -> None:
     ws, _, data = _workspaces(tmp_path)
-    assert _trace(data, CallerBinder("old", cwd=ws)) == cli_call(
+    assert _trace(data, window("old", cwd=ws)) == cli_call(
         data, "session_trace", {}, caller="old"
     )
 
@@ -77,7 +77,7 @@ def test_an_explicit_caller_wins_over_discovery(tmp_path: Path) -> None:
 def test_no_session_in_the_directory_is_a_clear_tool_error(tmp_path: Path) -> None:
     _, _, data = _workspaces(tmp_path)
     nowhere = tmp_path / "nowhere"
-    reply = _trace(data, CallerBinder(None, cwd=nowhere))
+    reply = _trace(data, window(cwd=nowhere))
     assert not reply.ok
     assert reply.text == (
         "SESSION_QUERY_TOOL_MISSING_AGENT: no caller session: no session in the store has its"

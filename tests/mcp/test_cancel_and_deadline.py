@@ -12,9 +12,8 @@ from pathlib import Path
 
 from tests.kafka.waiting import wait_until
 from tests.mcp.conftest import CALLER, CliReply
-from tests.mcp.inprocess import embedded, mcp_client
+from tests.mcp.inprocess import embedded, mcp_client, window
 from tests.mcp.test_transports import as_reply
-from worker.mcp.binding import CallerBinder
 from worker.mcp.extensions import TIMEOUT_META_KEY
 
 
@@ -43,7 +42,7 @@ def mcp_log() -> Iterator[Callable[[], list[str]]]:
 async def test_a_cancelled_mcp_request_cancels_the_pipeline_call(corpus_data: Path) -> None:
     backend = embedded(corpus_data)
     with mcp_log() as messages:
-        async with mcp_client(backend, CallerBinder(CALLER)) as client:
+        async with mcp_client(backend, window(CALLER)) as client:
             # The caller's exclusive gate is taken: the search waits inside the pipeline.
             async with backend.pipeline.gates.run(CALLER, exclusive=True):
                 call = asyncio.create_task(client.call_tool("session_search", {"query": "PONG"}))
@@ -68,7 +67,7 @@ async def test_the_timeout_meta_is_the_deadline_and_progress_shows_it(corpus_dat
     async def on_progress(done: float, total: float | None, _message: str | None) -> None:
         progress.append((done, total))
 
-    async with mcp_client(backend, CallerBinder(CALLER)) as client:
+    async with mcp_client(backend, window(CALLER)) as client:
         async with backend.pipeline.gates.run(CALLER, exclusive=True):
             call = asyncio.create_task(
                 client.call_tool(

@@ -12,7 +12,7 @@ import pytest
 
 from tests.kafka.harness import create_topics, running_worker, wait_assigned
 from tests.mcp.conftest import CALLER, CASES, FOREIGN, CliReply
-from tests.mcp.inprocess import embedded, mcp_client
+from tests.mcp.inprocess import embedded, mcp_client, window
 from tests.mcp.test_transports import as_reply
 from worker.authn.keyring import keyring_entry
 from worker.authn.tokens import CallerSigner, generate_key_pair
@@ -44,16 +44,16 @@ async def test_a_foreign_target_is_refused_over_mcp_exactly_as_over_kafka(
         assert not reply.ok and reply.error is not None
         over_kafka = CliReply(False, f"{reply.error.code}: {reply.error.message}")
         backend = KafkaBackend(kafka, ToolLimits(), data=corpus_data)
-        async with mcp_client(backend, CallerBinder(CALLER)) as client:
+        async with mcp_client(backend, window(CALLER)) as client:
             mcp_kafka = as_reply(await client.call_tool("session_trace", FOREIGN_CALL))
             mcp_search = as_reply(await client.call_tool(search.tool, search.arguments))
         # Discovery over a replica's data dir, answered through Kafka.
-        workspace = CallerBinder(None, cwd=Path("/home/dev/acp-agent"))
+        workspace = window(cwd="/home/dev/acp-agent")
         async with mcp_client(KafkaBackend(kafka, ToolLimits(), data=corpus_data), workspace) as c:
             discovered_kafka = as_reply(await c.call_tool("session_trace", {}))
-    async with mcp_client(embedded(corpus_data), CallerBinder(CALLER)) as client:
+    async with mcp_client(embedded(corpus_data), window(CALLER)) as client:
         mcp_embedded = as_reply(await client.call_tool("session_trace", FOREIGN_CALL))
-    workspace = CallerBinder(None, cwd=Path("/home/dev/acp-agent"))
+    workspace = window(cwd="/home/dev/acp-agent")
     async with mcp_client(embedded(corpus_data), workspace) as client:
         discovered_embedded = as_reply(await client.call_tool("session_trace", {}))
 
@@ -80,13 +80,15 @@ async def test_a_signing_kafka_backend_vouches_for_its_caller_and_an_unsigned_on
     topics = await create_topics(kafka_bootstrap, topic_factory, events=1, requests=2)
     kafka = topics.kafka()
     search = next(c for c in CASES if c.name == "search")
-    caller = CallerBinder(CALLER, workspace="/home/dev/acp-agent")
+    caller = window(CALLER)
+    vouched = CallerBinder(workspace="/home/dev/acp-agent")
     async with running_worker(corpus_data, kafka, unique_name("mcp"), keyring=keyring) as worker:
         await wait_assigned(worker, 2)
-        async with mcp_client(KafkaBackend(kafka, ToolLimits(), signer=signer), caller) as client:
+        signing = KafkaBackend(kafka, ToolLimits(), signer=signer)
+        async with mcp_client(signing, caller, vouched) as client:
             signed = as_reply(await client.call_tool(search.tool, search.arguments))
             foreign = as_reply(await client.call_tool("session_trace", FOREIGN_CALL))
-        async with mcp_client(KafkaBackend(kafka, ToolLimits()), caller) as client:
+        async with mcp_client(KafkaBackend(kafka, ToolLimits()), caller, vouched) as client:
             unsigned = as_reply(await client.call_tool(search.tool, search.arguments))
     assert signed == cli_replies["search"] and signed.ok
     assert foreign == cli_replies["foreign-target"]

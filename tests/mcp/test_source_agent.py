@@ -11,10 +11,9 @@ import orjson
 
 from tests.data_paths import CORPUS_DIR
 from tests.importers.conftest import CC_LEGACY_PARENT, CC_MAIN, CLAUDE_PROJECTS
-from tests.mcp.inprocess import embedded, mcp_client
+from tests.mcp.inprocess import embedded, mcp_client, window
 from tests.mcp.test_transports import as_reply
 from worker.cli.main import main
-from worker.mcp.binding import CallerBinder
 from worker.mcp.extensions import SOURCE_AGENT_META_KEY
 
 DSH_SHOP = CORPUS_DIR / "examples__acp-agent__bash-tool-turn__session.jsonl"
@@ -37,7 +36,7 @@ def mixed_store(tmp_path: Path) -> tuple[Path, str]:
 
 async def test_the_source_agent_meta_narrows_a_search_over_mcp(tmp_path: Path) -> None:
     data, dsh_id = mixed_store(tmp_path)
-    async with mcp_client(embedded(data), CallerBinder(CC_LEGACY_PARENT)) as client:
+    async with mcp_client(embedded(data), window(CC_LEGACY_PARENT)) as client:
 
         async def search(meta: dict[str, object] | None, tool: str = "session_search") -> str:
             arguments = {"query": "the"} if tool == "session_search" else {}

@@ -23,14 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from indexer.store.layout import SQLITE_NAME, WATCH_DIR_NAME, WRITER_LOCK_NAME
+from indexer.store.layout import MCP_DIR_NAME, SQLITE_NAME, WATCH_DIR_NAME, WRITER_LOCK_NAME
 from indexer.store.private import make_dirs
 from worker.cli.exits import fail
 
 if TYPE_CHECKING:
     from worker.authn.tokens import CallerSigner
 
-_OWN_FILES = frozenset({SQLITE_NAME, WRITER_LOCK_NAME, WATCH_DIR_NAME, "tantivy"})
+_OWN_FILES = frozenset({SQLITE_NAME, WRITER_LOCK_NAME, WATCH_DIR_NAME, MCP_DIR_NAME, "tantivy"})
 
 
 def session_roots(command: str, paths: Sequence[Path], *, flag: str = "--sessions") -> list[Path]:

@@ -3,7 +3,8 @@
 * ``tools/list`` — exactly the manifest's tools: upstream names, descriptions and
   parameter schemas (``worker/contract/schemas.json`` through ``worker.manifest``, one
   source) as ``inputSchema``; the prompt section is the server's ``instructions``.
-* ``tools/call`` — the caller is the connection's (``worker.mcp.binding``); the reply is
+* ``tools/call`` — the caller is the session that made the call, decided for each call
+  (``worker.mcp.binding``) from what the server's window and the call say; the reply is
   the one ``sessionq call`` prints: the tool's text as one ``TextContent``, or, for a
   tool error, ``isError: true`` with the text ``CODE: message`` (the CLI's stderr line)
   and the code and message under ``_meta["sessionq/error"]``. An unknown tool name is
@@ -43,6 +44,7 @@ from worker.manifest import manifest
 from worker.mcp.backends import Backend
 from worker.mcp.binding import BindingError, CallerBinder
 from worker.mcp.extensions import read_extensions, restricted
+from worker.mcp.window import CallFacts, Window
 from worker.tools.registry import lookup
 
 SERVER_NAME: Final = "sessionq"
@@ -76,18 +78,22 @@ def reply_result(reply: Reply) -> types.CallToolResult:
     )
 
 
-def _connection_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """The connection a request belongs to: stdio is one connection; Streamable HTTP
-    names its session in ``Mcp-Session-Id`` (absent: a connectionless request)."""
+def _connection_of(ctx: ServerRequestContext[Any, Any], stream: str) -> str | None:
+    """The connection a request belongs to: a stream (stdio, a window's socket) is one
+    connection, named ``stream``; Streamable HTTP names its session in
+    ``Mcp-Session-Id`` (absent: a connectionless request)."""
     request = ctx.request
     if request is None:
-        return "stdio"
+        return stream
     headers = getattr(request, "headers", None)
     return headers.get("mcp-session-id") if headers is not None else None
 
 
-def build_server(backend: Backend, binder: CallerBinder) -> Server[Any]:
-    """The low-level SDK server for ``backend`` (module docstring)."""
+def build_server(
+    backend: Backend, binder: CallerBinder, window: Window, stream: str = "stdio"
+) -> Server[Any]:
+    """The low-level SDK server for ``backend``, serving the agent ``window`` (module
+    docstring); ``stream`` names its connection when it serves one stream."""
     tools = mcp_tools(backend)
     schemas = {tool.name: tool.input_schema for tool in tools}
 
@@ -109,11 +115,13 @@ def build_server(backend: Backend, binder: CallerBinder) -> Server[Any]:
         if failure is not None:
             return reply_result(error_reply("mcp", failure.code, failure.message))
         service = backend.service()
+        arguments: Any = params.arguments if params.arguments is not None else {}
+        facts = CallFacts.of(name, arguments, params.meta)
+        connection = _connection_of(ctx, stream)
         try:
-            caller = await binder.bind(_connection_of(ctx), service, ctx)
+            caller = await binder.bind(window, connection, service, facts, deadline, ctx)
         except BindingError as exc:
             return reply_result(error_reply("mcp", exc.code, exc.message))
-        arguments: Any = params.arguments if params.arguments is not None else {}
         try:
             arguments = await restricted(ext, service, name, arguments, caller.session_id)
         except HarnessError as exc:
