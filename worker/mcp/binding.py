@@ -18,9 +18,10 @@ are the model's), so the binder reads what the agent itself says and writes
    of the connection's own session or its agent's session variable first, never one of
    a session another connection is bound to. The agent usually writes the record just
    before it sends the request, so the binder waits for it, within the call's deadline
-   (at most ``MATCH_SHARE`` of what is left, and ``MATCH_MAX_S``), while it has reason to expect one: the
-   call names itself or a session, the window has a session variable, or an earlier
-   call of the connection was found this way (and the last long wait did find one);
+   (at most ``MATCH_SHARE`` of what is left, and ``MATCH_MAX_S``), while it has reason to
+   expect one: the call names itself or a session, the window has a session variable, or
+   an earlier call of the connection was found this way (and the last long wait did find
+   one);
    otherwise it looks for ``LOOK_S`` only;
 5. the agent's session variable (``CLAUDE_CODE_SESSION_ID``, ...);
 6. the session the connection was bound to by one of the rules above;
