@@ -120,6 +120,11 @@ class LogRejectedError(LogValidationError):
         self.rule = rule
 
 
+class NoConversationError(LogRejectedError):
+    """A file that holds no conversation at all (an agent's side file: resume summaries,
+    file-history snapshots): skipped and said so, not reported as a broken log."""
+
+
 MAX_LOG_NESTING = MAX_NESTING - 2
 """The JSON nesting levels one log line may have: 126. An event published as an
 ``events`` record sits two levels deeper (the record object, its ``events`` array), so

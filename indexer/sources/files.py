@@ -35,7 +35,7 @@ from typing import Final
 
 from indexer.errors import BatchAbortedError
 from indexer.logs.importers.detect import LogSource, read_source_pieces
-from indexer.logs.reader import PIECE_EVENTS, LogRejectedError
+from indexer.logs.reader import PIECE_EVENTS, LogRejectedError, NoConversationError
 from indexer.sources.loop import RecordLoop, Result
 from indexer.sources.parallel import Compression, Outcome, PoolStats, prepared, worth_a_pool
 from indexer.store.records.store import Store
@@ -45,7 +45,7 @@ from indexer.store.records.store import Store
 class Rejection:
     path: Path
     reason: str
-
+    skipped: bool = False  # a file with no conversation, not a broken log
 
 @dataclass(slots=True)
 class _Counts:
@@ -68,8 +68,9 @@ class IngestSummary(_Counts):
 
     @property
     def readable(self) -> bool:
-        """False only when files were given and none of them could be read."""
-        return self.files == 0 or len(self.rejected) < self.files
+        """False only when files were given and none of them could be read (a file with
+        no conversation is read: it holds nothing to store)."""
+        return self.files == 0 or sum(not r.skipped for r in self.rejected) < self.files
 
     def add(self, counts: _Counts) -> None:
         self.sessions += counts.sessions
@@ -172,7 +173,7 @@ class _File:
         path, summary = self.path, self.summary
         try:
             if outcome.kind == "rejected":
-                summary.rejected.append(Rejection(path, outcome.reason))
+                summary.rejected.append(Rejection(path, outcome.reason, outcome.skipped))
                 return
             fresh = outcome.fresh
             result = None if fresh is None else self.loop.apply_fresh(fresh)
@@ -189,7 +190,7 @@ class _File:
                     if not self._commit_if_due():
                         return  # reported with its batch; the rest would be a gap
         except LogRejectedError as exc:
-            self._reject(str(exc))
+            self._reject(str(exc), skipped=isinstance(exc, NoConversationError))
             return
         except OSError as exc:
             self._reject(f"{path}: cannot read: {exc}")
@@ -228,7 +229,7 @@ class _File:
             return True
         return _commit(self.loop, self.batch, self.summary)
 
-    def _reject(self, reason: str) -> None:
+    def _reject(self, reason: str, *, skipped: bool = False) -> None:
         """Report the file; a session it grew is held after the last event applied."""
         if self.grew and self.session is not None:
             reason += f" (events before seq {self.next_seq} are stored; the session is held)"
@@ -237,7 +238,7 @@ class _File:
             except BatchAbortedError as exc:
                 self._lost(exc)
                 return
-        self.summary.rejected.append(Rejection(self.path, reason))
+        self.summary.rejected.append(Rejection(self.path, reason, skipped))
 
     def _lost(self, exc: BatchAbortedError) -> None:
         files = self.batch.files + ([] if self.batch.files[-1:] == [self.path] else [self.path])

@@ -39,7 +39,14 @@ from pathlib import Path
 from typing import Final, Literal
 
 from indexer.logs.importers.detect import LogSource, read_source_pieces
-from indexer.logs.reader import PIECE_BYTES, PIECE_EVENTS, LogPieces, LogRejectedError, PackedLog
+from indexer.logs.reader import (
+    PIECE_BYTES,
+    PIECE_EVENTS,
+    LogPieces,
+    LogRejectedError,
+    NoConversationError,
+    PackedLog,
+)
 from indexer.model import SessionEvent
 from indexer.redact import OFF, Redaction
 from indexer.store.blocks.format import LEVEL, NO_DICTIONARY, Codec
@@ -100,6 +107,7 @@ class Outcome:
     kind: Literal["fresh", "rejected", "local"]
     fresh: FreshLog | None = None
     reason: str = ""
+    skipped: bool = False  # rejected as a file with no conversation (NoConversationError)
 
 
 def default_jobs(jobs: int = 0) -> int:
@@ -148,7 +156,7 @@ def prepare(
         if not log.final:
             return Outcome("local")
     except LogRejectedError as exc:
-        return Outcome("rejected", reason=str(exc))
+        return Outcome("rejected", reason=str(exc), skipped=isinstance(exc, NoConversationError))
     except OSError as exc:
         return Outcome("rejected", reason=f"{path}: cannot read: {exc}")
     except Exception:  # the writer reads it again and reports it its own way

@@ -5,6 +5,8 @@ without a ``session_meta`` id (Codex)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from pathlib import Path
 
 from tests.importers.conftest import (
@@ -47,6 +49,23 @@ def test_each_broken_file_is_reported_and_the_others_are_ingested(tmp_path: Path
             cx("09-20-00", 6, 2, "record has no type"),
         ]
     )
+    skipped = [r.reason for r in summary.rejected if r.skipped]
+    side = "no conversation: only summary records, none carries a sessionId"
+    assert skipped == [cc("9", 1, side)]
+
+
+def test_ingest_says_a_file_with_no_conversation_is_skipped_not_rejected(tmp_path: Path) -> None:
+    from worker.cli.main import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        argv = ["ingest", str(CLAUDE_PROJECTS), str(CLAUDE_MALFORMED), "--data", str(tmp_path)]
+        assert main(argv) == 0
+    lines = out.getvalue().splitlines()
+    side = cc("9", 1, "no conversation: only summary records, none carries a sessionId")
+    assert lines[lines.index("skipped 1 files with no conversation:") + 1] == f"  {side}"
+    rejected = lines[lines.index("rejected 4 files:") + 1 :]
+    assert f"  {side}" not in rejected and len(rejected) == 4
 
 
 def test_an_unreadable_file_is_reported_with_the_os_reason(tmp_path: Path) -> None:

@@ -74,9 +74,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"{summary.documents} documents from {summary.files} files"
         + (f" ({summary.unchanged} unchanged)" if summary.unchanged else "")
     )
-    if summary.rejected:
-        print(f"rejected {len(summary.rejected)} files:")
-        for r in summary.rejected:
+    skipped = [r for r in summary.rejected if r.skipped]
+    rejected = [r for r in summary.rejected if not r.skipped]
+    if skipped:
+        print(f"skipped {len(skipped)} files with no conversation:")
+        for r in skipped:
+            print(f"  {r.reason}")
+    if rejected:
+        print(f"rejected {len(rejected)} files:")
+        for r in rejected:
             print(f"  {r.reason}")
     if not files:
         print("no session logs found", file=sys.stderr)

@@ -37,7 +37,7 @@ from indexer.logs.importers.common import (
     tool_result_message,
     user_message,
 )
-from indexer.logs.reader import SessionLog
+from indexer.logs.reader import NoConversationError, SessionLog
 from indexer.model.header import SessionHeader
 
 __all__ = ["CLAUDE_RECORD_TYPES", "ClaudeCodeImporter", "read_claude_code", "subagent_of"]
@@ -266,7 +266,9 @@ class ClaudeCodeImporter:
         if session_id is None and self.kinds and self.kinds <= _SIDE_RECORDS:
             # Claude Code leaves files of resume summaries / file snapshots beside sessions.
             listed = ", ".join(sorted(self.kinds))
-            raise b.reject(f"no conversation: only {listed} records, none carries a sessionId", 1)
+            raise NoConversationError(
+                b.path, 1, f"no conversation: only {listed} records, none carries a sessionId"
+            )
         if session_id is None:
             raise b.reject("no record carries a sessionId", 1)
         if self.created is None:
