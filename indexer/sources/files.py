@@ -68,9 +68,11 @@ class IngestSummary(_Counts):
 
     @property
     def readable(self) -> bool:
-        """False only when files were given and none of them could be read (a file with
-        no conversation is read: it holds nothing to store)."""
-        return self.files == 0 or sum(not r.skipped for r in self.rejected) < self.files
+        """False only when files holding a conversation were given and none of them could
+        be read (a file with no conversation holds nothing to store, read or not)."""
+        skipped = sum(r.skipped for r in self.rejected)
+        conversations = self.files - skipped
+        return conversations == 0 or len(self.rejected) - skipped < conversations
 
     def add(self, counts: _Counts) -> None:
         self.sessions += counts.sessions

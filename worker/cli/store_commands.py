@@ -74,11 +74,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"{summary.documents} documents from {summary.files} files"
         + (f" ({summary.unchanged} unchanged)" if summary.unchanged else "")
     )
-    skipped = [r for r in summary.rejected if r.skipped]
+    side_files = [r for r in summary.rejected if r.skipped]
     rejected = [r for r in summary.rejected if not r.skipped]
-    if skipped:
-        print(f"skipped {len(skipped)} files with no conversation:")
-        for r in skipped:
+    if side_files:
+        print(f"skipped {len(side_files)} files with no conversation:")
+        for r in side_files:
             print(f"  {r.reason}")
     if rejected:
         print(f"rejected {len(rejected)} files:")
