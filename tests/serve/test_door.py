@@ -182,5 +182,6 @@ def test_sigterm_stops_an_mcp_stdio_server(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    _wait_for_line(proc, "writing")  # started; stdin stays open, as an agent keeps it
+    # a window's server is a front: it says which daemon serves it once connected
+    _wait_for_line(proc, "served by the MCP daemon")  # stdin stays open, as an agent keeps it
     _stops_in_time(proc, signal.SIGTERM)

@@ -32,6 +32,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -111,10 +112,15 @@ def run_front(args: argparse.Namespace, data: Path) -> int:
         os.getpid(),
     )
     front = Front(place, hello, settings)
+    signal.signal(signal.SIGTERM, _interrupt)  # the agent ends its server: as Ctrl-C does
     try:
         return front.run()
     except KeyboardInterrupt:
-        return 0
+        return 0  # the daemon goes on serving the other windows
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 class StartError(Exception):
@@ -143,6 +149,12 @@ class Front:
         except TimeoutError as exc:
             print(f"sessionq mcp: {exc}", file=sys.stderr, flush=True)
             return EXIT_FAILED
+        print(
+            f"sessionq mcp: served by the MCP daemon of {self.place.directory.parent}"
+            f" (its log: {self.place.log})",
+            file=sys.stderr,
+            flush=True,
+        )
         threading.Thread(target=self._pump_stdin, name="stdin", daemon=True).start()
         skip = 0
         while True:
