@@ -46,7 +46,7 @@ from indexer.store.layout import sqlite_path
 from indexer.store.private import make_dirs, open_file
 from worker.cli import door
 from worker.cli.exits import EXIT_FAILED
-from worker.mcp.rendezvous import Hello, Place, address, code_identity, daemon_key
+from worker.mcp.rendezvous import Handshake, Hello, Place, address, code_identity, daemon_key
 from worker.mcp.window import SESSION_VARIABLES, session_hints
 
 READY: Final = b"sessionq-mcp-daemon-ready\n"
@@ -139,7 +139,7 @@ class Front:
         self.hello = hello
         self.settings = settings
         self.link = _Link()
-        self.handshake = _Handshake()
+        self.handshake = Handshake()
 
     def run(self) -> int:
         try:
@@ -378,34 +378,3 @@ def _shut(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_WR)
 
-
-class _Handshake:
-    """The window's ``initialize`` request and ``notifications/initialized`` as sent,
-    to replay to a new daemon (module docstring, step 4)."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-        self._lines: list[bytes] = []
-        self._done = False
-
-    def feed(self, chunk: bytes) -> None:
-        if self._done:
-            return
-        self._buffer += chunk
-        while not self._done and b"\n" in self._buffer:
-            line, self._buffer = self._buffer.split(b"\n", 1)
-            try:
-                method = json.loads(line).get("method")
-            except (ValueError, AttributeError):
-                method = None
-            if not self._lines and method != "initialize":
-                self._done = True  # a client without the handshake: nothing to replay
-            elif method in ("initialize", "notifications/initialized"):
-                self._lines.append(line + b"\n")
-                self._done = method == "notifications/initialized"
-        if self._done:
-            self._buffer = b""
-
-    def replay(self) -> tuple[bytes, int]:
-        """The lines to send again and how many answers they bring (to withhold)."""
-        return b"".join(self._lines), 1 if self._lines else 0

@@ -152,3 +152,35 @@ def peer_is_owner(sock: socket.socket) -> bool:
     creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
     return bool(uid == os.getuid())
+
+
+class Handshake:
+    """The window's ``initialize`` request and ``notifications/initialized`` as sent,
+    to replay to a new daemon (``worker.cli.mcp_front``, step 4)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._lines: list[bytes] = []
+        self._done = False
+
+    def feed(self, chunk: bytes) -> None:
+        if self._done:
+            return
+        self._buffer += chunk
+        while not self._done and b"\n" in self._buffer:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            try:
+                method = json.loads(line).get("method")
+            except (ValueError, AttributeError):
+                method = None
+            if not self._lines and method != "initialize":
+                self._done = True  # a client without the handshake: nothing to replay
+            elif method in ("initialize", "notifications/initialized"):
+                self._lines.append(line + b"\n")
+                self._done = method == "notifications/initialized"
+        if self._done:
+            self._buffer = b""
+
+    def replay(self) -> tuple[bytes, int]:
+        """The lines to send again and how many answers they bring (to withhold)."""
+        return b"".join(self._lines), 1 if self._lines else 0
