@@ -23,7 +23,7 @@ test: venv
 test-fast: venv
 	$(BIN)/ruff check indexer worker tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -m "not kafka"
+	$(BIN)/python -m pytest -m "not kafka and not slow"
 
 lint: venv
 	$(BIN)/ruff check indexer worker tests bench

@@ -125,7 +125,7 @@ async def start_group(
 ) -> Group:
     """``n`` worker processes of ``side`` in one fresh group on a fresh topic, assigned
     all four partitions between them, and a client for that topic."""
-    from worker.kafka.client import SessionqClient
+    from worker.host.client import SessionqClient
 
     topic = f"bench.cap.{side.name}.{n}.{uuid.uuid4().hex[:6]}"
     await create_topics(bootstrap, [topic])

@@ -3,7 +3,7 @@ mix of the five tools, beside a baseline checkout's figure from the same run.
 
 Each side (this tree, and ``--baseline-src`` — a checkout of another commit, e.g.
 ``git worktree add /tmp/base-7812bbe 7812bbe``) ingests the real corpus
-(``tests/data/dsh``) into its own data dir with its own code, then runs its own
+(``shared/corpus/dsh``) into its own data dir with its own code, then runs its own
 ``sessionq serve`` / ``sessionq worker`` subprocess (``bench.mix.sessionq_argv``: the
 checkout first on ``sys.path``). The calls are the same for both sides
 (``bench.mix.fixed_mix``: ``--per-tool`` calls of each tool per round, callers and
@@ -399,7 +399,7 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
         if "kafka" in args.ways:
             from indexer.settings import KafkaSettings
             from worker.authn.tokens import CallerSigner
-            from worker.kafka.client import SessionqClient
+            from worker.host.client import SessionqClient
 
             for s in sides:
                 s.errors.clear()

@@ -33,8 +33,9 @@ from bench.bench_store import machine
 from bench.mix import REAL_CORPUS, TOOLS, Call, fixed_mix
 from indexer.query.service import StoreQueryService
 from indexer.store.layout import sqlite_path
+from worker.calls.pipeline import Pipeline
+from worker.calls.tool_call import ToolCall
 from worker.contract.deadline import CancelToken
-from worker.pipeline import Pipeline, ToolCall
 from worker.tools.access import Caller
 from worker.tools.registry import TOOLS as REGISTRY
 

@@ -1,7 +1,7 @@
 """Import rate of every imported format next to the dsh reader, on the same volume.
 
-1. the dsh side: the real corpus (``tests/data/dsh``, the valid logs) copied ``--copies``
-   times under fresh session ids;
+1. the dsh side: the real corpus (``shared/corpus/dsh``, the valid logs)
+   copied ``--copies`` times under fresh session ids;
 2. the Claude Code side: a projects tree generated from the same logs -- every dsh user
    message, assistant content block (text, reasoning as thinking, tool call as
    ``tool_use``) and tool result becomes the Claude Code record that carries it -- copied
@@ -46,7 +46,7 @@ from indexer.store.records.store import Store
 from tests.importers.agent_logs import WRITERS, Turn
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-CORPUS: Final = ROOT / "tests" / "data" / "dsh"
+CORPUS: Final = ROOT.parent / "shared" / "corpus" / "dsh"
 OUT: Final = ROOT / "bench" / "out" / "import"
 NAMESPACE: Final = uuid.UUID("6f1b3a52-5a51-4c59-9a7e-2f0c1b1d0c11")
 

@@ -61,6 +61,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_store import _code_fingerprint, _cpu_busy_seconds, _percentile, machine
+from bench.mix import dirty, loadavg, manifest_queries
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 OUT: Final = ROOT / "bench" / "out"
@@ -73,20 +74,10 @@ TARGET_INGEST_EPS: Final = 50_000
 MAX_TPUT_P99_MS: Final = 100.0
 
 
-def _dirty() -> list[str]:
-    """Uncommitted changes of the product code measured (others edit it concurrently)."""
-    out = subprocess.run(
-        ["git", "status", "--porcelain", "--", "indexer", "worker"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    return [line.strip() for line in out.splitlines()]
+_dirty = dirty
 
 
-def _loadavg() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+_loadavg = loadavg
 
 
 def _now() -> str:
@@ -192,8 +183,8 @@ class Broker:
 
 
 async def create_topics(bootstrap: str, names: Sequence[str], partitions: int = PARTITIONS) -> None:
-    from indexer.kafka.group import create_topics as _create
     from indexer.settings import KafkaSettings
+    from worker.host.kafka_io import create_topics as _create
 
     await _create(
         KafkaSettings(bootstrap=bootstrap),
@@ -203,7 +194,7 @@ async def create_topics(bootstrap: str, names: Sequence[str], partitions: int = 
 
 async def ensure_std_topics(bootstrap: str) -> dict[str, str]:
     from indexer.settings import KafkaSettings
-    from worker.kafka.topics import ensure_topics
+    from worker.host.topics import ensure_topics
 
     return await ensure_topics(KafkaSettings(bootstrap=bootstrap), PARTITIONS)
 
@@ -357,26 +348,7 @@ class Workload:
         self.members = {c: m for c, m in by.items() if len(m) >= 2}
         self.spaces = sorted(self.members)
         self.weights = [len(self.members[c]) for c in self.spaces]
-        words, classes = (
-            self.manifest["vocabulary"]["words"],
-            self.manifest["vocabulary"]["classes"],
-        )
-
-        def pick(cls: str, rank: int) -> str:
-            for i in range(rank - 1, len(words)):
-                if classes[i] == cls:
-                    return str(words[i])
-            raise LookupError(cls)
-
-        en = [pick("en", r) for r in (1, 10, 100, 1000, 3000, 10000)]
-        self.queries = [
-            *en,
-            f"{en[0]} {pick('en', 2)}",
-            pick("zh", 5),
-            pick("zh", 2000),
-            pick("ident", 50),
-            *(self.manifest.get("unique_tokens") or [])[:2],
-        ]
+        self.queries = manifest_queries(self.manifest)
         self.rng = random.Random(self.seed)
 
     def request(self) -> tuple[str, dict[str, Any], str, str]:
@@ -571,7 +543,7 @@ async def requests_phase(
     args: argparse.Namespace, broker: Broker, procs: Procs, tmp: Path
 ) -> dict[str, Any]:
     from indexer.settings import KafkaSettings
-    from worker.kafka.client import SessionqClient
+    from worker.host.client import SessionqClient
 
     slice_info = prepare_slice(args.corpus, args.request_data, args.slice_sessions)
     manifest = json.loads((args.corpus / "manifest.json").read_text())
@@ -751,14 +723,15 @@ class _NoopService:
 
 
 def echo_child(bootstrap: str) -> int:
-    """``bench_kafka.py _echo BOOTSTRAP``: the real ``worker.kafka.worker.Worker`` (consumer
+    """``bench_kafka.py _echo BOOTSTRAP``: the real
+    ``worker.transports.kafka.worker.Worker`` (consumer
     group, offsets, reply producer) over a no-op pipeline, so its latency
     is the Kafka request/reply floor of this machine. Requests topic from
     ``SESSIONQ_REQUESTS_TOPIC``; stops on SIGTERM."""
     from indexer.metrics import Metrics
     from worker.cli.logs import configure_logging
-    from worker.kafka.worker import Worker
     from worker.settings import WorkerSettings
+    from worker.transports.kafka.worker import Worker
 
     configure_logging("text", "INFO")
 

@@ -1,6 +1,6 @@
 """MCP call latency: ``sessionq mcp`` over stdio vs the in-process call, same calls.
 
-The real corpus (``tests/data/dsh``) is ingested into a temporary data dir (or ``--data``
+The real corpus (``shared/corpus/dsh``) is ingested into a temporary data dir (or ``--data``
 is used). Then, rep by rep and case by case (interleaved, so drifting load from other
 processes hits both alike), one call is timed two ways:
 
@@ -35,7 +35,7 @@ if __package__ in (None, ""):
 from bench.bench_store import _percentile, machine
 
 REPO: Final = Path(__file__).resolve().parents[1]
-CORPUS: Final = REPO / "tests" / "data" / "dsh"
+CORPUS: Final = REPO.parent / "shared" / "corpus" / "dsh"
 CALLER: Final = "85e6db1b-b2a5-5fb3-b045-5a0a2addb250"
 CASES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     ("session_search", {"query": "PONG"}),
@@ -61,7 +61,7 @@ async def _run(data: Path, reps: int) -> dict[str, list[float]]:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     from indexer.query.service import StoreQueryService
-    from worker.pipeline import Pipeline
+    from worker.calls.pipeline import Pipeline
     from worker.tools.access import Caller
 
     env = dict(os.environ, PYTHONPATH=str(REPO))

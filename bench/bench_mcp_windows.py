@@ -2,7 +2,7 @@
 a baseline checkout, in one run.
 
 An agent starts one stdio MCP server per window. Here ``--windows`` of them are started
-one after another over one data dir (the real corpus, ``tests/data/dsh``, ingested by
+one after another over one data dir (the real corpus, ``shared/corpus/dsh``, ingested by
 each side's own ``sessionq ingest``), each driven by a raw JSON-RPC client over its pipes:
 ``initialize`` (timed from the spawn to its answer), ``notifications/initialized``, one
 ``session_search`` (timed; checked to answer). Once every window has answered, the
@@ -36,7 +36,7 @@ from bench.bench_store import machine
 from bench.mix import checkout, sessionq_argv
 
 REPO: Final = Path(__file__).resolve().parents[1]
-CORPUS: Final = REPO / "tests" / "data" / "dsh"
+CORPUS: Final = REPO.parent / "shared" / "corpus" / "dsh"
 CALLER: Final = "85e6db1b-b2a5-5fb3-b045-5a0a2addb250"
 WORKSPACE: Final = "/home/dev/acp-agent"
 INITIALIZE: Final = {
@@ -158,7 +158,7 @@ def main() -> None:
         sides.append((args.baseline_src.name, args.baseline_src))
     with tempfile.TemporaryDirectory(prefix="bench-mcp-windows-") as tmp:
         results = {name: run_side(name, src, args.windows, Path(tmp)) for name, src in sides}
-    print(f"{args.windows} windows over one data dir (tests/data/dsh), one after another")
+    print(f"{args.windows} windows over one data dir (shared/corpus/dsh), one after another")
     print("| side | first window initialize | each next window initialize | RSS per additional"
           " window | RSS of all | processes | session_search (median) |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|")

@@ -2,7 +2,7 @@
 
 One real broker (``deploy/kafka/start.sh`` in a temporary dir, purged at the end), one
 topic set with ``--partitions`` (6) partitions, the corpus (default: the real corpus of
-``tests/data/dsh``; ``--corpus DIR`` for another dsh root) published once. Then:
+``shared/corpus/dsh``; ``--corpus DIR`` for another dsh root) published once. Then:
 
 * **baseline** -- ``sessionq indexer`` + ``sessionq worker`` over one data dir (a full
   replica): ingest time to caught-up, store bytes, then the request load;
@@ -105,7 +105,7 @@ async def wait_for(what: str, cond: Any, timeout: float) -> float:
 async def load(
     kafka: Any, callers: dict[str, str], concurrency: int, seconds: float
 ) -> dict[str, Any]:
-    from worker.kafka.client import SessionqClient
+    from worker.host.client import SessionqClient
 
     rng = random.Random(1)
     items = sorted(callers.items())
@@ -152,7 +152,7 @@ async def failover(
 ) -> dict[int, float]:
     """Seconds from ``kill()`` to the first answer for each partition in ``victim_parts``."""
     from indexer.kafka.node_group import partition_for
-    from worker.kafka.client import SessionqClient
+    from worker.host.client import SessionqClient
 
     mine = {
         p: next((c, k) for c, k in callers.items() if partition_for(k.encode(), partitions) == p)
@@ -193,7 +193,7 @@ async def fresh_requests(
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     from indexer.settings import KafkaSettings
-    from worker.kafka.topics import ensure_topics
+    from worker.host.topics import ensure_topics
 
     OUT.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-nodes-", dir=OUT))
@@ -360,7 +360,7 @@ def report(r: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", type=Path, default=ROOT / "tests" / "data" / "dsh")
+    ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus" / "dsh")
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--concurrency", type=int, default=16)

@@ -1,6 +1,6 @@
 """How long a purge pass takes on the real corpus (issue 11, "physical purge").
 
-Ingests the 156 valid real session logs (``tests/data/dsh``) into a fresh data dir the
+Ingests the 156 valid real session logs (``shared/corpus/dsh``) into a fresh data dir the
 way ``sessionq ingest`` does, then, for each case, deletes sessions through the record
 path and times the commit (the delete's own commit, then the purge pass it runs: merges
 waited for, dirty segments re-indexed and dropped, files collected, WAL truncated).

@@ -1,7 +1,7 @@
 """What reading through the redaction costs: exact reads of the real corpus with
 ``--redact-secrets off`` and ``on``, in the same run.
 
-Ingests the real logs (``tests/data/dsh``) into two data dirs, one per mode, then times
+Ingests the real logs (``shared/corpus/dsh``) into two data dirs, one per mode, then times
 ``StoreQueryService.read_event`` (what ``session_event_read`` runs) for every 7th event of
 every session with more than 20 events, alone and with a ±50 window, the two dirs
 interleaved round by round. Targets are split by kind: a streamed delta chunk is redacted

@@ -87,8 +87,12 @@ sys.path.insert(0, code)
 from pathlib import Path
 from worker.cli.main import main
 from indexer.query.service import StoreQueryService
-from worker.limits import ToolLimits
-from worker.pipeline import Pipeline
+import importlib
+# Where the checkout keeps the pipeline (worker/calls/ since the transports moved); asked
+# of the checkout itself: an editable install of this tree would answer a missing module.
+calls = "worker.calls." if Path(code, "worker", "calls").is_dir() else "worker."
+ToolLimits = importlib.import_module(calls + "limits").ToolLimits
+Pipeline = importlib.import_module(calls + "pipeline").Pipeline
 from worker.tools.access import Caller
 if not Path(data).exists():
     import contextlib, io

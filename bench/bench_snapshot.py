@@ -92,7 +92,7 @@ async def _publish(bootstrap: str, folder: Path, env: dict[str, str]) -> str:
 def first_answer(data: Path, caller: str) -> float:
     """Open the data dir as a worker does and answer one ``session_search``; seconds."""
     from indexer.query.service import StoreQueryService
-    from worker.pipeline import Pipeline
+    from worker.calls.pipeline import Pipeline
     from worker.tools.access import Caller
 
     t0 = time.perf_counter()

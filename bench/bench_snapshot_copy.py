@@ -2,7 +2,7 @@
 reflinked) as ``DirectoryStore`` does, against the hard links it used to make (the
 baseline, which shared the live index's inodes), interleaved in one run.
 
-Data dirs: the real corpus (``tests/data/dsh`` ingested) and a bigger generated one
+Data dirs: the real corpus (``shared/corpus/dsh`` ingested) and a bigger generated one
 (``gen_corpus.py --kind mix --events N``, ingested). Prints the median of ``--reps``
 creates per way and data dir, with the load average.
 """
@@ -68,7 +68,7 @@ def main() -> int:
                                      else None) as tmp_name:
         tmp = Path(tmp_name)
         real, big = tmp / "real", tmp / "big"
-        sessionq("ingest", str(REPO / "tests/data/dsh"), "--data", str(real))
+        sessionq("ingest", str(REPO.parent / "shared/corpus/dsh"), "--data", str(real))
         subprocess.run([sys.executable, str(REPO / "bench/gen_corpus.py"), "--kind", "mix",
                         "--out", str(tmp / "corpus"), "--events", str(args.events)],
                        cwd=REPO, check=True, stdout=subprocess.DEVNULL)

@@ -4,7 +4,7 @@
 Each side's commands run as real processes of this interpreter with a copy of that side's
 ``indexer`` and ``worker`` packages first on ``sys.path`` (``sessionq_argv``; the copies
 keep the checkouts free of bytecode caches). Each side gets its own data dir, ingested
-from ``--corpus`` (``tests/data/dsh``) by its own code. The commands:
+from ``--corpus`` (``shared/corpus/dsh``) by its own code. The commands:
 
 * ``--help``;
 * ``call session_trace`` and ``call session_search`` with ``--data`` (one tool call,
@@ -231,7 +231,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-src", type=checkout, default=None)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--corpus", type=Path, default=ROOT / "tests" / "data" / "dsh")
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus" / "dsh")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "startup.json")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-startup-"))

@@ -982,7 +982,7 @@ PHASES: Final = (
     "reads",
     "redaction",
 )
-REAL_CORPUS: Final = ROOT / "tests" / "data" / "dsh"
+REAL_CORPUS: Final = ROOT.parent / "shared" / "corpus" / "dsh"
 
 
 def _reads_phase(args: argparse.Namespace, data_root: Path) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Per-tool latency through the tool service, side by side with the bare query layer and
 the upstream-style SQLite baseline (issue: "per-tool latency p50/p99").
 
-Every call goes through ``worker.pipeline.Pipeline(StoreQueryService(data)).call(tool,
+Every call goes through ``worker.calls.pipeline.Pipeline(StoreQueryService(data)).call(tool,
 args, Caller(session, step_seq))`` on one asyncio loop, sequentially, over the search-scale
 corpus (``bench/out/corpus-search``, 10,000 sessions, ~1M documents). For each case three
 things are timed, interleaved rep by rep (so drifting load from other processes on a shared
@@ -37,11 +37,9 @@ import cProfile
 import io
 import itertools
 import json
-import os
 import pstats
 import random
 import sqlite3
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -61,6 +59,7 @@ from bench.bench_store import (
     _weighted_percentile,
     machine,
 )
+from bench.mix import dirty, loadavg
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 OUT: Final = ROOT / "bench" / "out"
@@ -582,7 +581,7 @@ class TimingService:
 async def breakdown(svc: Any, cases: Sequence[Case], reps: int, profile_top: int) -> list[dict]:
     """Per case: mean ms per service method (in its thread) vs the whole call; and a
     cProfile of the event-loop thread (tool logic, rendering, thread hand-offs)."""
-    from worker.pipeline import Pipeline
+    from worker.calls.pipeline import Pipeline
     from worker.tools.access import Caller
 
     out = []
@@ -863,26 +862,16 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
-def _dirty() -> list[str]:
-    """Uncommitted changes of the product code measured (others edit it concurrently)."""
-    out = subprocess.run(
-        ["git", "status", "--porcelain", "--", "indexer", "worker"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    return [line.strip() for line in out.splitlines()]
+_dirty = dirty
 
 
-def _loadavg() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+_loadavg = loadavg
 
 
 async def amain(args: argparse.Namespace) -> dict[str, Any]:
     from bench.fts5_baseline import Fts5Search
     from indexer.query.service import StoreQueryService
-    from worker.pipeline import Pipeline
+    from worker.calls.pipeline import Pipeline
 
     corpus: Path = args.corpus
     manifest = json.loads((corpus / "manifest.json").read_text())

@@ -2,7 +2,7 @@
 checkout, over the real corpus with every session as caller.
 
 Each side runs in a child process with its checkout first on ``sys.path``: it ingests
-``tests/data/dsh`` into a data dir of its own and answers the same call set in-process
+``shared/corpus/dsh`` into a data dir of its own and answers the same call set in-process
 (``Pipeline.call``), writing one JSON line per call (the case, then the reply text or
 ``CODE: message``). The call set, per caller (every stored session): ``session_search``
 of ten queries (one also with type and surface filters, one with a parent filter),
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-CORPUS: Final = ROOT / "tests" / "data" / "dsh"
+CORPUS: Final = ROOT.parent / "shared" / "corpus" / "dsh"
 QUERIES: Final = (
     "the",
     "subagent",
@@ -121,14 +121,20 @@ def cases(db: Path) -> list[dict[str, Any]]:
     return out
 
 
-def child(data: Path, out: Path) -> int:
+def child(data: Path, out: Path, mode: str | None = None) -> int:
     """``compare_outputs.py _child DATA OUT`` (its checkout first on ``sys.path``)."""
     import asyncio
+    import importlib
     import logging
 
     from indexer.logs.roots import discover
     from indexer.query.service import StoreQueryService
-    from worker.pipeline import Pipeline
+
+    # worker/calls/ since the transports moved; asked of the checkout (its first entry on
+    # sys.path), not of the import system: an editable install of this tree would answer
+    calls = "worker.calls." if Path(sys.path[0], "worker", "calls").is_dir() else "worker."
+    Pipeline = importlib.import_module(calls + "pipeline").Pipeline
+    ToolLimits = importlib.import_module(calls + "limits").ToolLimits
 
     try:
         from indexer.sources.files import ingest_files
@@ -147,7 +153,8 @@ def child(data: Path, out: Path) -> int:
         store.close()
     calls = cases(data / "store.sqlite3")
     service = StoreQueryService(data)
-    pipeline = Pipeline(service)
+    moded = mode is not None and "search_mode" in ToolLimits.model_fields
+    pipeline = Pipeline(service, ToolLimits(search_mode=mode) if moded else None)
 
     async def run() -> None:
         with out.open("w") as f:
@@ -165,7 +172,7 @@ def child(data: Path, out: Path) -> int:
     return 0
 
 
-def run_side(src: Path, tmp: Path, name: str) -> Path:
+def run_side(src: Path, tmp: Path, name: str, mode: str | None = None) -> Path:
     out = tmp / f"{name}.jsonl"
     code = (
         f"import sys; sys.path.insert(0, {str(src)!r}); "
@@ -173,7 +180,7 @@ def run_side(src: Path, tmp: Path, name: str) -> Path:
         f"s = u.spec_from_file_location('compare_outputs', {str(Path(__file__))!r}); "
         "m = u.module_from_spec(s); s.loader.exec_module(m); "
         f"sys.exit(m.child(__import__('pathlib').Path({str(tmp / name)!r}), "
-        f"__import__('pathlib').Path({str(out)!r})))"
+        f"__import__('pathlib').Path({str(out)!r}), {mode!r}))"
     )
     subprocess.run([sys.executable, "-c", code], cwd=tmp, check=True)
     return out
@@ -188,11 +195,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--against", type=checkout, required=True, help="checkout to compare with")
     ap.add_argument("--keep", type=Path, default=None, help="write both reply files here")
+    ap.add_argument(
+        "--search-mode",
+        default=None,
+        help="this search mode on a side that has modes (a checkout before them: phrase)",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="compare-outputs-") as t:
         tmp = Path(t)
-        mine = run_side(ROOT, tmp, "this")
-        theirs = run_side(args.against, tmp, "against")
+        mine = run_side(ROOT, tmp, "this", args.search_mode)
+        theirs = run_side(args.against, tmp, "against", args.search_mode)
         a = mine.read_text().splitlines()
         b = theirs.read_text().splitlines()
         if args.keep is not None:

@@ -1,4 +1,4 @@
-"""Generate large dsh-format session logs from the real logs in ``tests/data/dsh``.
+"""Generate large dsh-format session logs from the real logs in ``shared/corpus/dsh``.
 
 Two kinds (see bench/README.md):
 
@@ -51,7 +51,7 @@ from indexer.logs.jsonl import iter_lines
 from indexer.logs.reader import LogRejectedError, read_log
 from indexer.surface.text import extract_text
 
-CORPUS_DIR: Final = Path(__file__).resolve().parents[1] / "tests" / "data" / "dsh"
+CORPUS_DIR: Final = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dsh"
 
 DEFAULT_MIX_EVENTS: Final = 2_000_000
 DEFAULT_SEARCH_SESSIONS: Final = 10_000

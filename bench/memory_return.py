@@ -43,7 +43,7 @@ from bench.soak import vm_hwm_mb, vm_rss_mb
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 SQ: Final = str(ROOT / ".venv" / "bin" / "sessionq")
-CORPUS: Final = ROOT / "tests" / "data" / "dsh"
+CORPUS: Final = ROOT.parent / "shared" / "corpus" / "dsh"
 
 
 def free_port() -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-REAL_CORPUS: Final = ROOT / "tests" / "data" / "dsh"
+REAL_CORPUS: Final = ROOT.parent / "shared" / "corpus" / "dsh"
 TOOLS: Final = (
     "session_search",
     "session_event_search",
@@ -56,7 +56,11 @@ def corpus_queries(corpus: Path) -> list[str]:
     and two single-document tokens, from its manifest's vocabulary."""
     import json
 
-    manifest = json.loads((corpus / "manifest.json").read_text())
+    return manifest_queries(json.loads((corpus / "manifest.json").read_text()))
+
+
+def manifest_queries(manifest: dict[str, Any]) -> list[str]:
+    """``corpus_queries`` from a manifest read already."""
     words, classes = manifest["vocabulary"]["words"], manifest["vocabulary"]["classes"]
 
     def pick(cls: str, rank: int) -> str:
@@ -156,3 +160,24 @@ def fixed_mix(
             calls.append(Call(name, args, caller, cwd))
         mix[tool] = calls
     return mix
+
+
+def dirty() -> list[str]:
+    """Uncommitted changes of the product code measured (others edit it concurrently)."""
+    import subprocess
+
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--", "indexer", "worker"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    return [line.strip() for line in out.splitlines()]
+
+
+def loadavg() -> str:
+    """The 1, 5 and 15 minute load averages, as ``uptime`` prints them."""
+    import os
+
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())

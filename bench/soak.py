@@ -62,7 +62,7 @@ from worker.contract.envelopes import decode_reply
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 SQ: Final = str(ROOT / ".venv" / "bin" / "sessionq")
-CORPUS: Final = ROOT / "tests" / "data" / "dsh"
+CORPUS: Final = ROOT.parent / "shared" / "corpus" / "dsh"
 GROUP: Final = "soak-workers"
 
 

@@ -113,3 +113,12 @@ def header_record(h: Mapping[str, Any]) -> HeaderRecord:
 def events_record(sid: str, events: Sequence[Mapping[str, Any]]) -> EventsRecord:
     """The event-stream record that appends events to session ``sid``."""
     return EventsRecord(v=1, kind="events", session_id=sid, events=[dict(e) for e in events])
+
+
+def first_step(text: str) -> list[dict[str, Any]]:
+    """A session's opening: turn 1 starts, the user says ``text``, its first step starts."""
+    return [
+        plain(0, "turn/start", {"turn": 1}),
+        user(1, text),
+        plain(2, "step/start", {"turn": 1, "step": 1}),
+    ]

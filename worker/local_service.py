@@ -22,10 +22,10 @@ from indexer.query.service import StoreQueryService
 from indexer.redact import DEFAULT, Redaction
 from indexer.sources.local import LocalSource
 from indexer.store.lease import Role
+from worker.calls.limits import ToolLimits
+from worker.calls.pipeline import Pipeline
 from worker.contract.deadline import Deadline
 from worker.contract.errors import TOOL_FAILED, ToolFailure, timeout_failure
-from worker.limits import ToolLimits
-from worker.pipeline import Pipeline
 
 log = logging.getLogger("sessionq.local")
 _STORE_CHECK_S = 0.5

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from worker.calls.limits import ToolLimits
 from worker.contract.arguments import PROMPT_TEXT, TOOL_DEFINITIONS
 from worker.contract.jsjson import js_stringify
-from worker.limits import ToolLimits
 from worker.tools.registry import TOOLS
 
 PROMPT_SECTION_NAME: Final = "tool:session-query"

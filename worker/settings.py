@@ -9,44 +9,55 @@ from pydantic import Field, model_validator
 
 from indexer.settings import (
     FORMAT_DESCRIPTION,
+    DataDirSettings,
     KafkaSettings,
     RedactingSettings,
+    RetentionSettings,
     RoleSettings,
     ServiceSettings,
     SourceFormat,
 )
-from worker.limits import ToolLimits
+from worker.calls.limits import ToolLimits
 
 REPLY_TOPIC_PATTERNS = ("sessionq.replies", "sessionq.replies.*")  # the worker's default
 
 
-class AnsweringSettings(ServiceSettings):
+class ToolLimitsSettings(RoleSettings):
+    """A role that answers (or shapes) tool calls: the tools' limits."""
+
+    tools: ToolLimits = Field(default_factory=ToolLimits)
+
+
+class AnsweringSettings(ServiceSettings, ToolLimitsSettings):
     """What every role that answers tool calls from the requests topic takes (``worker``,
     ``node``): admission bounds, reply topics, the keyring."""
 
     kafka: KafkaSettings
-    tools: ToolLimits = Field(default_factory=ToolLimits)
     group: str = Field(default="sessionq-workers", min_length=1, description="consumer group id")
     max_in_flight: int = Field(
         default=64, ge=1, description="calls running at once per process (waiting ones hold none)"
     )
-    max_in_flight_per_workspace: int = Field(
-        default=16, ge=1, description="of those, at most this many for one workspace"
+    max_in_flight_per_workspace: int | None = Field(
+        default=None,
+        ge=1,
+        description="of those, at most this many for one workspace (default: a quarter)",
     )
     max_admitted: int = Field(
         default=1024,
         ge=1,
         description="requests held at once per process, running or waiting for their caller",
     )
-    max_admitted_per_host: int = Field(
-        default=256,
+    max_admitted_per_host: int | None = Field(
+        default=None,
         ge=1,
-        description="of those, at most this many for one host key (beyond: answered busy)",
+        description="of those, at most this many for one host key, beyond which a request is"
+        " answered busy (default: a quarter)",
     )
-    max_admitted_per_workspace: int = Field(
-        default=128,
+    max_admitted_per_workspace: int | None = Field(
+        default=None,
         ge=1,
-        description="of those, at most this many for one workspace (beyond: answered busy)",
+        description="of those, at most this many for one workspace, beyond which a request is"
+        " answered busy (default: an eighth)",
     )
     reply_topics: list[str] = Field(
         default_factory=lambda: list(REPLY_TOPIC_PATTERNS),
@@ -73,13 +84,30 @@ class AnsweringSettings(ServiceSettings):
             )
         return self
 
+    @property
+    def in_flight_per_workspace(self) -> int:
+        """The running calls one workspace may hold: as set, else a quarter of
+        ``max_in_flight`` (one setting sizes every admission bound by default)."""
+        return self.max_in_flight_per_workspace or max(1, self.max_in_flight // 4)
 
-class WorkerSettings(AnsweringSettings):
+    @property
+    def admitted_per_host(self) -> int:
+        """The admitted calls one host key may hold: as set, else a quarter of
+        ``max_admitted``."""
+        return self.max_admitted_per_host or max(1, self.max_admitted // 4)
+
+    @property
+    def admitted_per_workspace(self) -> int:
+        """The admitted calls one workspace may hold: as set, else an eighth of
+        ``max_admitted``."""
+        return self.max_admitted_per_workspace or max(1, self.max_admitted // 8)
+
+
+class WorkerSettings(AnsweringSettings, DataDirSettings):
     """The worker role: answer tool calls from the requests topic over one data dir."""
 
     command: ClassVar[str] = "worker"
 
-    data: Path = Field(description="data directory")
     wait_for_index: bool = Field(
         default=False, description="join the group only after this data dir's indexer caught up"
     )
@@ -96,15 +124,15 @@ WATCH_DESCRIPTION = (
 )
 
 
-class ServeSettings(ServiceSettings, RedactingSettings):
+class ServeSettings(
+    ServiceSettings, RedactingSettings, RetentionSettings, DataDirSettings, ToolLimitsSettings
+):
     """Embedded mode: ingest and watch log files, answer over HTTP, no broker."""
 
     command: ClassVar[str] = "serve"
 
     sessions: list[Path] = Field(min_length=1, description="dsh session roots or log files")
     format: SourceFormat = Field(default="auto", description=FORMAT_DESCRIPTION)
-    data: Path = Field(description="data directory")
-    tools: ToolLimits = Field(default_factory=ToolLimits)
     listen: str = Field(default="127.0.0.1:8765", description="HTTP HOST:PORT")
     watch: WatchMode = Field(default="auto", description=WATCH_DESCRIPTION)
     token_file: Path | None = Field(
@@ -118,22 +146,15 @@ class ServeSettings(ServiceSettings, RedactingSettings):
             " and the listen address; DNS-rebinding rule)"
         ),
     )
-    retain_days: int | None = Field(
-        default=None, ge=1, description="delete sessions whose newest event is older"
-    )
-    retention_check_ms: int = Field(
-        default=60_000, ge=1, description="how often --retain-days looks for expired sessions"
-    )
 
 
-class CallSettings(RoleSettings):
+class CallSettings(ToolLimitsSettings):
     """``sessionq call``: one tool call, in-process over ``data`` or over Kafka."""
 
     command: ClassVar[str] = "call"
 
     data: Path | None = Field(default=None, description="data directory")
     kafka: KafkaSettings | None = None
-    tools: ToolLimits = Field(default_factory=ToolLimits)
     signing_key: Path | None = Field(
         default=None, description="the host's Ed25519 private key (PEM) that signs callers"
     )
@@ -187,23 +208,19 @@ class DeleteSettings(RoleSettings):
     )
 
 
-class StatsSettings(RoleSettings):
+class StatsSettings(DataDirSettings):
     """``sessionq stats``."""
 
     command: ClassVar[str] = "stats"
 
-    data: Path = Field(description="data directory")
 
-
-class ManifestSettings(RoleSettings):
+class ManifestSettings(ToolLimitsSettings):
     """``sessionq manifest``: the tool limits shape the definitions' ``timeout_ms``."""
 
     command: ClassVar[str] = "manifest"
 
-    tools: ToolLimits = Field(default_factory=ToolLimits)
 
-
-class McpSettings(ServiceSettings, RedactingSettings):
+class McpSettings(ServiceSettings, RedactingSettings, ToolLimitsSettings):
     """``sessionq mcp``: the five tools as an MCP server, over the embedded store (``data``,
     optionally watching ``sessions``) or a Kafka cluster (``kafka``)."""
 
@@ -218,7 +235,6 @@ class McpSettings(ServiceSettings, RedactingSettings):
     )
     format: SourceFormat = Field(default="auto", description=FORMAT_DESCRIPTION)
     kafka: KafkaSettings | None = None
-    tools: ToolLimits = Field(default_factory=ToolLimits)
     listen: str = Field(default="127.0.0.1:8766", description="HTTP HOST:PORT (--transport http)")
     token_file: Path | None = Field(
         default=None,

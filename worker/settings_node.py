@@ -7,13 +7,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from indexer.settings import S3Settings, StoreWriterSettings, parse_duration
+from indexer.settings import (
+    BatchSettings,
+    RetentionSettings,
+    SnapshotPublishingSettings,
+    StoreWriterSettings,
+)
 from worker.settings import AnsweringSettings
 
 
-class NodeSettings(AnsweringSettings, StoreWriterSettings):
+class NodeSettings(
+    AnsweringSettings,
+    StoreWriterSettings,
+    BatchSettings,
+    SnapshotPublishingSettings,
+    RetentionSettings,
+):
     """A partitioned node: one consumer-group member on the events and requests topics
     that keeps a store per owned partition under ``data`` and answers their requests."""
 
@@ -35,8 +46,6 @@ class NodeSettings(AnsweringSettings, StoreWriterSettings):
         ge=1000,
         description="a node silent this long loses its partitions (the broker's minimum: 6000)",
     )
-    batch_records: int = Field(default=5000, ge=1, description="commit after this many records")
-    batch_ms: int = Field(default=250, ge=1, description="commit after this many milliseconds")
     snapshot_from: str | None = Field(
         default=None,
         min_length=1,
@@ -52,23 +61,3 @@ class NodeSettings(AnsweringSettings, StoreWriterSettings):
         gt=0,
         description="publish a snapshot this often (seconds, or 90s / 15m / 1h / 2d)",
     )
-    snapshot_keep: int = Field(
-        default=3, ge=1, description="complete snapshots kept at the destination (newest first)"
-    )
-    s3: S3Settings = Field(
-        default_factory=S3Settings, description="S3-compatible snapshot storage (SESSIONQ_S3_*)"
-    )
-    retain_days: int | None = Field(
-        default=None,
-        ge=1,
-        description="delete sessions whose newest event is older (delete records on the events"
-        " topic, per owned partition); unset keeps them",
-    )
-    retention_check_ms: int = Field(
-        default=60_000, ge=1, description="how often --retain-days looks for expired sessions"
-    )
-
-    @field_validator("snapshot_every", mode="before")
-    @classmethod
-    def _duration(cls, value: object) -> object:
-        return parse_duration(value)

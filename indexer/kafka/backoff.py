@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -33,6 +34,7 @@ log = logging.getLogger("sessionq.kafka")
 BASE_S: Final = 0.1  # the wait after a node's first failed attempt
 CAP_S: Final = 8.0  # the longest wait between two attempts (a broker back is met within it)
 JITTER: Final = 0.2  # a wait is drawn from [1 - JITTER, 1] times its nominal length
+SETTLE_S: Final = 1.0  # successes this soon after going down are connections from before
 
 T = TypeVar("T")
 
@@ -44,15 +46,23 @@ class _Node:
 
 
 class Reachability:
-    """Whether the broker at ``where`` answered this process's latest attempt."""
+    """Whether the broker at ``where`` answered this process's latest attempt.
 
-    def __init__(self, where: str) -> None:
+    A success within ``SETTLE_S`` of going down is no comeback: aiokafka hands back a
+    connection it opened before the broker went (still open for a moment), so the role
+    would say "reachable again" and "unreachable" once more in the same millisecond. The
+    broker is back at the first success after that."""
+
+    def __init__(self, where: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.where = where
         self.down = False
+        self._down_at = 0.0
+        self._clock = clock
 
     def failed(self) -> None:
         if not self.down:
             self.down = True
+            self._down_at = self._clock()
             log.warning(
                 "Kafka at %s is unreachable: retrying with backoff (at most %g s apart)",
                 self.where,
@@ -60,7 +70,7 @@ class Reachability:
             )
 
     def reached(self) -> None:
-        if self.down:
+        if self.down and self._clock() - self._down_at >= SETTLE_S:
             self.down = False
             log.info("Kafka at %s is reachable again", self.where)
 

@@ -1,6 +1,6 @@
 """aiokafka for both roles: plain record values, manual partition assignment, the
 indexer's events consumer and the idempotent producer every role uses. With
-``indexer.kafka.group``, ``assignor`` and ``node_group`` the only modules that import
+``worker.transports.kafka.group``, ``assignor`` and ``node_group`` the only modules that import
 aiokafka."""
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from aiokafka.errors import (
     UnsupportedSaslMechanismError,
 )
 from aiokafka.helpers import create_ssl_context
-from aiokafka.structs import OffsetAndMetadata
 
 from indexer.errors import KafkaAccessError, TopicMissingError, UndeliverableError
 from indexer.kafka.backoff import backed_off
@@ -192,23 +191,6 @@ def to_records(batches: dict[Any, list[Any]]) -> list[InRecord]:
         for tp, msgs in batches.items()
         for m in msgs
     ]
-
-
-async def commit_owned(
-    consumer: AIOKafkaConsumer,
-    kafka: KafkaSettings,
-    topic: str,
-    owned: Collection[int],
-    offsets: Mapping[int, int],
-) -> None:
-    """Commit next offsets of ``topic`` per partition, only of partitions in ``owned``: a
-    partition revoked meanwhile belongs to another member now, whose commits count."""
-    todo = {
-        TopicPartition(topic, p): OffsetAndMetadata(o, "") for p, o in offsets.items() if p in owned
-    }
-    if todo:
-        async with kafka_access(kafka):
-            await consumer.commit(todo)
 
 
 async def assign_all(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:

@@ -21,12 +21,12 @@ from indexer.kafka.backoff import backed_off
 from indexer.kafka.client import (
     LAG_TIMEOUT_S,
     InRecord,
-    commit_owned,
     connection_options,
     kafka_access,
     stop_client,
     to_records,
 )
+from indexer.kafka.offsets import commit_owned, committed_lag
 from indexer.settings import KafkaSettings
 
 __all__ = ["CopySource", "LocalState", "NodeGroup", "partition_for"]
@@ -149,14 +149,7 @@ class NodeGroup:
     async def lag(self) -> dict[int, int]:
         """Requests not yet committed, per owned partition."""
         tps = [TopicPartition(self.topic, p) for p in self.assignment()]
-        if not tps:
-            return {}
-        ends = await self._consumer.end_offsets(tps)
-        out = {}
-        for tp in tps:
-            committed = await self._consumer.committed(tp)
-            out[tp.partition] = max(0, ends[tp] - (committed or 0))
-        return out
+        return await committed_lag(self._consumer, tps)
 
     async def end_offsets(self, topic: str, partitions: Sequence[int]) -> dict[int, int] | None:
         """End offsets of ``partitions`` of ``topic``; None when the broker does not

@@ -23,7 +23,7 @@ from indexer.model.header import is_safe_int
 from indexer.model.search import Surface
 from indexer.model.shapes import EventShapeError, check_message_shape
 from indexer.query.sessions import SessionRow
-from indexer.query.types import EventRecord, EventTrace, EventWindow
+from indexer.query.types import EventRange, EventRecord, EventTrace, EventWindow
 from indexer.store.blocks.payload import StoredGroup
 from indexer.store.blocks.table import EventBlocks
 
@@ -33,6 +33,7 @@ __all__ = [
     "check_window_bound",
     "list_events",
     "read_event",
+    "read_range",
     "session_header",
     "trace_event",
 ]
@@ -50,9 +51,7 @@ def _not_found(session_id: str, seq: int) -> SessionQueryError:
     return SessionQueryError(f'session "{session_id}" has no event at seq {seq}', EVENT_NOT_FOUND)
 
 
-def list_events(
-    blocks: EventBlocks, session_id: str, row: SessionRow | None
-) -> list[EventRecord]:
+def list_events(blocks: EventBlocks, session_id: str, row: SessionRow | None) -> list[EventRecord]:
     _, next_seq, key = session_header(session_id, row)
     return [
         EventRecord(session_id, e.seq, e.type, e.time, cast(Surface, e.surface))
@@ -138,10 +137,35 @@ def read_event(
         raise _not_found(session_id, seq)
     start, end = max(0, seq - b), min(next_seq - 1, seq + a)
     events = [
-        SessionEvent.from_obj(load_json(e.raw), e.raw)
-        for e in blocks.read_range(key, start, end)
+        SessionEvent.from_obj(load_json(e.raw), e.raw) for e in blocks.read_range(key, start, end)
     ]
     for event in events:
         check_message_shape(event)
     target = next(e for e in events if e.seq == seq)
     return EventWindow(header, target, events, start, end)
+
+
+def read_range(
+    blocks: EventBlocks,
+    session_id: str,
+    row: SessionRow | None,
+    first: int,
+    count: int,
+    range_max: int,
+) -> EventRange:
+    """At most ``count`` (≤ ``range_max``) events from ``first`` on, decoded; past the
+    last event the list is empty. No message-shape check (SPEC §1.3): that is the tools'
+    refusal of one event, and a reader shows an odd event as it can, beside the others."""
+    c = check_window_bound("count", count, range_max)
+    header, next_seq, key = session_header(session_id, row)
+    if not is_safe_int(first) or first < 0:
+        raise SessionQueryError("first must be a non-negative integer", INVALID_WINDOW)
+    last = min(next_seq - 1, first + c - 1)
+    return EventRange(
+        header,
+        [
+            SessionEvent.from_obj(load_json(e.raw), e.raw)
+            for e in (blocks.read_range(key, first, last) if first <= last else [])
+        ],
+        next_seq,
+    )

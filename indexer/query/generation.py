@@ -4,11 +4,11 @@
 reader's own connection never does), so what a reader read while the value stays the
 same still describes the store. Every tool call reads the same few session rows again —
 the caller, its target, the hits' sessions and their titles, a lineage's members — each
-a primary-key read (one row: ~2.4 µs; a batch of 21: ~20 µs) and a record built from it.
+a primary-key read and a record built from it, repeated by every call.
 A ``Generation`` remembers those rows, the children lists of lineage walks and the
 recorded redaction until the value changes; the query service asks for the current one
-once per tool call (``QueryService.reading``), else once per query method (one
-``PRAGMA``: ~1.6 µs), and a new value drops everything.
+once per tool call (``QueryService.reading``), else once per query method (one cheap
+``PRAGMA``), and a new value drops everything.
 
 A row read after a commit the check did not see yet is dropped at the next check, never
 kept under the newer value. Rows of sessions that do not exist are remembered too (as

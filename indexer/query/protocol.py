@@ -14,6 +14,7 @@ from typing import Protocol
 
 from indexer.model.search import EventMetadataFilter, Query, SessionFilter
 from indexer.query.types import (
+    EventRange,
     EventRecord,
     EventSearchPage,
     EventTrace,
@@ -25,6 +26,9 @@ from indexer.query.types import (
 )
 from indexer.search_modes import SearchMode
 
+RANGE_MAX = 500
+"""The most events one ``read_range`` returns (a transcript page)."""
+
 
 class QueryService(Protocol):
     def reading(self) -> AbstractContextManager[None]:
@@ -32,7 +36,7 @@ class QueryService(Protocol):
         remembers of it (``indexer.query.generation``) is checked against the store once,
         at the scope's first read, instead of at every read, and every read sees the
         store as of that commit (one read transaction). A tool call's caller resolution
-        and its own reads run inside one (``worker.pipeline``, steps 7-8)."""
+        and its own reads run inside one (``worker.calls.pipeline``, steps 7-8)."""
         ...
 
     def filter_sessions(self, filters: Sequence[SessionFilter]) -> list[SessionRecord]:
@@ -92,5 +96,15 @@ class QueryService(Protocol):
     def read_event(
         self, session_id: str, seq: int, *, before: int = 0, after: int = 0
     ) -> EventWindow: ...
+
+    def read_range(self, session_id: str, first: int, count: int) -> EventRange:
+        """At most ``count`` (≤ ``RANGE_MAX``) events from ``first`` on, redacted as
+        every read is, not shape-checked; SESSION_NOT_FOUND for an unknown id."""
+        ...
+
+    def shown_text(self, text: str) -> str:
+        """Text a reader derived from several events (stream deltas joined), redacted as
+        the data dir's events are shown: a secret split across deltas is whole here."""
+        ...
 
     def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from indexer.errors import SESSION_NOT_FOUND, SessionQueryError
+from indexer.errors import SESSION_NOT_FOUND, ErrorCode, SessionQueryError
 from indexer.model.search import (
     AvailabilityFilter,
     EventMetadataFilter,
@@ -82,7 +82,7 @@ def search_events(
 ) -> EventSearchPage:
     if not isinstance(session_id, str):
         raise SessionQueryError(
-            "session-search session id must be text", "SESSION_QUERY_INVALID_FILTER"
+            "session-search session id must be text", ErrorCode.INVALID_FILTER
         )
     check_filters((), filters)
     q = Query.parse(query).text

@@ -18,6 +18,7 @@ honoured at once. Events and titles are returned as that redaction says
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -29,8 +30,10 @@ from indexer.query import events as event_reads
 from indexer.query import lineage, search, sessions, titles
 from indexer.query.filters import check_filters
 from indexer.query.generation import Generation, current
+from indexer.query.protocol import RANGE_MAX
 from indexer.query.redacted import redacted_titles, redacted_window
 from indexer.query.types import (
+    EventRange,
     EventRecord,
     EventSearchPage,
     EventTrace,
@@ -233,6 +236,19 @@ class StoreQueryService:
             lambda first, last: event_reads.read_groups(blocks, session_id, row, first, last),
         )
 
+    def read_range(self, session_id: str, first: int, count: int) -> EventRange:
+        generation = self._generation()
+        row = generation.row(session_id)
+        found = event_reads.read_range(self._blocks, session_id, row, first, count, RANGE_MAX)
+        redaction = generation.redaction
+        if not redaction.active:
+            return found
+        return dataclasses.replace(found, events=redaction.events(found.events))
+
+    def shown_text(self, text: str) -> str:
+        redaction = self._generation().redaction
+        return redaction.text(text) if redaction.active else text
+
     def read_title_snapshots(self, session_ids: Sequence[str]) -> list[TitleObservation]:
         """Observations as shown, each built once per commit generation."""
         generation = self._generation()
@@ -258,8 +274,8 @@ class _Reading:
     (so a scope that reads nothing touches nothing, and a failing check fails that read,
     inside its own boundary); scopes nest. One transaction is one snapshot: the rows,
     blocks and dictionaries a call reads are of one commit, and the WAL read lock is
-    taken once per call (each statement on its own took and released it: two
-    ``fcntl`` calls, about 15 µs of a ``serve`` call's CPU, ``bench/README.md``)."""
+    taken once per call (each statement on its own takes and releases it, two ``fcntl``
+    calls each time; the cost is measured in ``bench/README.md``)."""
 
     __slots__ = ("_local",)
 

@@ -92,6 +92,16 @@ class EventWindow:
     end_seq: int
 
 
+@dataclass(frozen=True, slots=True)
+class EventRange:
+    """Consecutive events of a session as readers show them (a console's page of a
+    transcript); ``next_seq`` is one past the session's last event."""
+
+    session: SessionHeader
+    events: list[SessionEvent]
+    next_seq: int
+
+
 # ---- titles (SPEC §4, §5.4) -------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class TitleObservation:

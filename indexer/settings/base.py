@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import types
 import typing
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -180,3 +181,24 @@ class StoreWriterSettings(RedactingSettings):
     @property
     def failpoints(self) -> FailPoints:
         return FailPoints.parse(self.failpoint)
+
+
+class RetentionSettings(RoleSettings):
+    """A role that deletes expired sessions (``--retain-days``): on a data dir it writes,
+    or as delete records on the events topic (per owned partition, for a node)."""
+
+    retain_days: int | None = Field(
+        default=None,
+        ge=1,
+        description="delete sessions whose newest event is older (as delete records on the"
+        " events topic where there is one); unset keeps them",
+    )
+    retention_check_ms: int = Field(
+        default=60_000, ge=1, description="how often --retain-days looks for expired sessions"
+    )
+
+
+class DataDirSettings(RoleSettings):
+    """A role that needs a data dir (a role for which one is optional declares its own)."""
+
+    data: Path = Field(description="data directory")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
@@ -12,6 +11,8 @@ from pydantic_core import PydanticCustomError
 from indexer.formats import SourceFormat
 from indexer.settings.base import (
     FORMAT_DESCRIPTION,
+    DataDirSettings,
+    RetentionSettings,
     RoleSettings,
     ServiceSettings,
     StoreWriterSettings,
@@ -19,12 +20,11 @@ from indexer.settings.base import (
 from indexer.settings.kafka import KafkaSettings
 
 
-class IngestSettings(StoreWriterSettings):
+class IngestSettings(StoreWriterSettings, DataDirSettings):
     """``sessionq ingest``: index log files into one data directory."""
 
     command: ClassVar[str] = "ingest"
 
-    data: Path = Field(description="data directory")
     commit_every: int = Field(default=200_000, ge=1, description="commit after this many events")
     format: SourceFormat = Field(default="auto", description=FORMAT_DESCRIPTION)
     jobs: int = Field(
@@ -59,6 +59,14 @@ class S3Settings(BaseModel):
     )
 
 
+class SnapshotStorageSettings(RoleSettings):
+    """A role that writes or reads snapshots, which may be in S3-compatible storage."""
+
+    s3: S3Settings = Field(
+        default_factory=S3Settings, description="S3-compatible snapshot storage (SESSIONQ_S3_*)"
+    )
+
+
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -76,15 +84,40 @@ def parse_duration(value: object) -> object:
     return value
 
 
-class IndexerSettings(ServiceSettings, StoreWriterSettings):
+class SnapshotPublishingSettings(SnapshotStorageSettings):
+    """A role that publishes snapshots on a schedule (``--snapshot-every``, declared by
+    each role with its own default): how many it keeps."""
+
+    snapshot_keep: int = Field(
+        default=3, ge=1, description="complete snapshots kept at the destination (newest first)"
+    )
+
+    @field_validator("snapshot_every", mode="before", check_fields=False)
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        return parse_duration(value)
+
+
+class BatchSettings(RoleSettings):
+    """A role that applies records from Kafka in batches, each one commit."""
+
+    batch_records: int = Field(default=5000, ge=1, description="commit after this many records")
+    batch_ms: int = Field(default=250, ge=1, description="commit after this many milliseconds")
+
+
+class IndexerSettings(
+    ServiceSettings,
+    StoreWriterSettings,
+    DataDirSettings,
+    BatchSettings,
+    SnapshotPublishingSettings,
+    RetentionSettings,
+):
     """The indexer role: consume the events topic into one data directory."""
 
     command: ClassVar[str] = "indexer"
 
-    data: Path = Field(description="data directory")
     kafka: KafkaSettings
-    batch_records: int = Field(default=5000, ge=1, description="commit after this many records")
-    batch_ms: int = Field(default=250, ge=1, description="commit after this many milliseconds")
     metrics_listen: str = Field(
         default="0.0.0.0:9464",
         description="HOST:PORT for /metrics, /healthz, /readyz; empty disables",
@@ -101,26 +134,6 @@ class IndexerSettings(ServiceSettings, StoreWriterSettings):
         validate_default=True,
         description="where snapshots go: a directory or s3://bucket/prefix",
     )
-    snapshot_keep: int = Field(
-        default=3, ge=1, description="complete snapshots kept at the destination (newest first)"
-    )
-    s3: S3Settings = Field(
-        default_factory=S3Settings, description="S3-compatible snapshot storage (SESSIONQ_S3_*)"
-    )
-    retain_days: int | None = Field(
-        default=None,
-        ge=1,
-        description="delete sessions whose newest event is older (delete records on the events"
-        " topic); unset keeps them",
-    )
-    retention_check_ms: int = Field(
-        default=60_000, ge=1, description="how often --retain-days looks for expired sessions"
-    )
-
-    @field_validator("snapshot_every", mode="before")
-    @classmethod
-    def _duration(cls, value: object) -> object:
-        return parse_duration(value)
 
     @field_validator("snapshot_to")
     @classmethod
@@ -137,33 +150,25 @@ class IndexerSettings(ServiceSettings, StoreWriterSettings):
         return to
 
 
-class SnapshotCreateSettings(RoleSettings):
+class SnapshotCreateSettings(SnapshotStorageSettings, DataDirSettings):
     """``sessionq snapshot create``: one consistent copy of a data directory."""
 
     command: ClassVar[str] = "snapshot create"
 
-    data: Path = Field(description="data directory")
     snapshot_to: str = Field(
         min_length=1, description="where snapshots go: a directory or s3://bucket/prefix"
     )
     snapshot_keep: int | None = Field(
         default=None, ge=1, description="complete snapshots kept at the destination (all if unset)"
     )
-    s3: S3Settings = Field(
-        default_factory=S3Settings, description="S3-compatible snapshot storage (SESSIONQ_S3_*)"
-    )
 
 
-class SnapshotRestoreSettings(RoleSettings):
+class SnapshotRestoreSettings(SnapshotStorageSettings, DataDirSettings):
     """``sessionq snapshot restore``: a snapshot into a data directory."""
 
     command: ClassVar[str] = "snapshot restore"
 
-    data: Path = Field(description="data directory")
     snapshot_from: str = Field(
         min_length=1,
         description="a snapshot, or a directory / s3:// prefix holding snapshots (newest is taken)",
-    )
-    s3: S3Settings = Field(
-        default_factory=S3Settings, description="S3-compatible snapshot storage (SESSIONQ_S3_*)"
     )

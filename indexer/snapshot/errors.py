@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from indexer.errors import SessionqError
+from indexer.errors import ErrorCode, SessionqError
 
-SNAPSHOT_FAILED: Final = "SESSIONQ_SNAPSHOT_FAILED"  # storage unreachable, I/O error
-SNAPSHOT_NOT_FOUND: Final = "SESSIONQ_SNAPSHOT_NOT_FOUND"  # no complete snapshot at SRC
-SNAPSHOT_CORRUPT: Final = "SESSIONQ_SNAPSHOT_CORRUPT"  # a checksum, size or file is wrong
-DATA_NOT_EMPTY: Final = "SESSIONQ_DATA_NOT_EMPTY"  # restore would overwrite a data dir
+SNAPSHOT_FAILED: Final = ErrorCode.SNAPSHOT_FAILED
+SNAPSHOT_NOT_FOUND: Final = ErrorCode.SNAPSHOT_NOT_FOUND
+SNAPSHOT_CORRUPT: Final = ErrorCode.SNAPSHOT_CORRUPT
+DATA_NOT_EMPTY: Final = ErrorCode.DATA_NOT_EMPTY
 
 
 class SnapshotError(SessionqError):

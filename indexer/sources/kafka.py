@@ -33,6 +33,7 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from indexer.errors import BatchAbortedError
 from indexer.kafka.client import EventsSource, InRecord, Producer
@@ -173,6 +174,7 @@ class Indexer:
                 record.partition,
                 record.offset,
                 exc.message,
+                extra=_at(record),
             )
             self._fail(exc.message)
             return False
@@ -185,6 +187,7 @@ class Indexer:
                     record.offset,
                     result.error.message,
                     exc_info=result.error.__cause__,
+                    extra={**_at(record), "code": result.error.code},
                 )
             self.counters.dead_lettered += 1
             self.dead_letters.add(record, result.error.message, result.error.code)
@@ -234,6 +237,7 @@ class Indexer:
             len(expired),
             self.retention.retain_days,
             expired[0].last_event_ms,
+            extra={"expired": len(expired), "retain_days": self.retention.retain_days},
         )
         return len(expired)
 
@@ -363,3 +367,8 @@ class Indexer:
                 return False
             self._caught_up = True
         return self._caught_up
+
+
+def _at(record: Any) -> dict[str, Any]:
+    """Where a record is, as log fields (``--log-format json``)."""
+    return {"topic": record.topic, "partition": record.partition, "offset": record.offset}

@@ -6,7 +6,7 @@ with a snapshot's view of both (``indexer.store.locks.CommitLock``). ``writer.lo
 ``writer.queue`` and ``writer.json`` are the writer lease (``indexer.store.lease``);
 ``watch/`` holds one registration per process that asks for log files to be watched
 (``indexer.sources.registry``); ``mcp/`` the sockets, locks and logs of the daemons that
-serve agent windows (``worker.mcp.rendezvous``). Snapshots copy the tables and the index
+serve agent windows (``worker.transports.mcp.rendezvous``). Snapshots copy the tables and the index
 only. All of them are owner-only (``indexer.store.private``).
 """
 

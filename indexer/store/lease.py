@@ -53,6 +53,8 @@ class DataDirBusyError(SessionqError):
     needs a data dir of its own)."""
 
     code = INVALID_CONFIG
+
+
 HANDS_OVER: Final[frozenset[str]] = frozenset({"serve", "mcp"})
 WAIT_STEP_S: Final = 0.05  # a one-shot writer's retry interval while it waits
 QUEUE_BEAT_S: Final = 1.0  # a queued writer touches writer.queue at least this often
@@ -174,12 +176,8 @@ class WriterLease:
         except OSError:
             return ()
         where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-        pids = {
-            int(f[4])
-            for f in (line.split() for line in table.splitlines())
-            if len(f) > 5 and f[1:4] == ["FLOCK", "ADVISORY", "READ"] and f[5] == where
-            and f[4].isdigit()
-        }  # fmt: skip
+        rows = (line.split() for line in table.splitlines())
+        pids = {int(f[4]) for f in rows if _read_flock(f, where)}
         return tuple(sorted(pids))
 
     @contextlib.contextmanager
@@ -215,3 +213,14 @@ class WriterLease:
             yield self.held
         finally:
             self.release()
+
+
+def _read_flock(fields: list[str], where: str) -> bool:
+    """A ``/proc/locks`` row of a shared ``flock`` on the file at ``where``
+    (``major:minor:inode``), with its holder's pid."""
+    return (
+        len(fields) > 5
+        and fields[1:4] == ["FLOCK", "ADVISORY", "READ"]
+        and fields[5] == where
+        and fields[4].isdigit()
+    )

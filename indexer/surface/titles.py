@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from indexer.errors import SessionqError
+from indexer.errors import ErrorCode, SessionqError
 from indexer.model.event import SessionEvent
 from indexer.model.header import is_safe_int
 
@@ -35,7 +35,7 @@ class TitleSnapshot:
 class TitleMalformedError(SessionqError):
     """A ``session/title`` payload the title fold cannot copy (SPEC §4)."""
 
-    code = "SESSION_QUERY_TOOL_FAILED"
+    code = ErrorCode.TOOL_FAILED
 
 
 def _copy_source(source: Any) -> dict[str, Any]:

@@ -19,9 +19,9 @@ from indexer.query.service import StoreQueryService
 from indexer.stats import store_stats
 from indexer.store.failure import describe, is_disk_full
 from tests.builders import assistant, header, user
-from tests.kafka.fixtures import TopicFactory
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import create_topics, publish, running_indexer
-from tests.kafka.waiting import wait_until
 from worker.cli.main import main
 
 SQLITE_FULL = "disk full: SQLite could not write (database or disk is full)"
@@ -146,7 +146,7 @@ async def test_the_kafka_indexer_is_not_ready_on_a_full_disk_and_recovers(
 async def test_serve_on_a_full_disk_names_the_cause_and_stores_everything_once_freed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.serve.conftest import running_embedded
+    from tests.fixtures.serve import running_embedded
 
     logs, data = tmp_path / "logs", tmp_path / "data"
     ids = write_logs(logs, 30)

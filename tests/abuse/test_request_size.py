@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 from tests.builders import header, plain, user
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.fixtures.kafka import TopicFactory, UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     Topics,
     end_offsets,
@@ -23,7 +24,6 @@ from tests.kafka.harness import (
     running_stack,
 )
 from tests.kafka.records import RawProducer, by_source_offset, dead_letters, request_record
-from tests.kafka.waiting import wait_until
 from worker.contract.envelopes import MAX_REQUEST_BYTES
 
 pytestmark = pytest.mark.kafka

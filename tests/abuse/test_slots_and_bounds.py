@@ -8,20 +8,22 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
 
-from tests.builders import header, plain, user
+from tests.builders import first_step, header, user
+from tests.fixtures.kafka import KafkaCase
+from tests.fixtures.tools import HarnessFactory
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import stack_with_session
 from tests.kafka.records import request_record
-from tests.worker.conftest import HarnessFactory
+from worker.calls.limits import ToolLimits
+from worker.calls.pipeline import Pipeline
+from worker.calls.slots import Slots
+from worker.calls.tool_call import ToolCall, deadline_for
 from worker.contract.arguments import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, MAX_QUERY_CHARS
-from worker.limits import ToolLimits
-from worker.pipeline import Pipeline, ToolCall, deadline_for
-from worker.slots import Slots
 from worker.tools.access import Caller
 from worker.tools.registry import TOOLS
 
@@ -93,14 +95,6 @@ class Blocking:
         return getattr(self.real, name)
 
 
-async def eventually(condition: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
-
-
 async def test_waiting_calls_hold_no_slot_and_a_workspace_holds_its_share(
     store_factory: Any,
 ) -> None:
@@ -127,10 +121,12 @@ async def test_waiting_calls_hold_no_slot_and_a_workspace_holds_its_share(
     # 20 calls whose caller never appears: they wait, holding no slot
     ghosts = [asyncio.create_task(call(f"g{i}", "ghost", "/ghost")) for i in range(20)]
     x1 = asyncio.create_task(call("x1", "caller-x1", "/x"))
-    await eventually(lambda: service.running == 1, "the /x search to run")
+    await wait_until(lambda: service.running == 1, timeout=5.0, what="the /x search to run")
     x2 = asyncio.create_task(call("x2", "caller-x2", "/x"))  # /x's one slot is taken
     y = asyncio.create_task(call("y", "caller-y", "/y"))
-    await eventually(lambda: service.running == 2, "the /y search to run beside /x's")
+    await wait_until(
+        lambda: service.running == 2, timeout=5.0, what="the /y search to run beside /x's"
+    )
     await asyncio.sleep(0.1)
     assert service.running == 2 and not x2.done()  # /x holds at most its share
     service.release.set()
@@ -142,19 +138,13 @@ async def test_waiting_calls_hold_no_slot_and_a_workspace_holds_its_share(
 
 
 async def test_requests_for_an_unknown_future_caller_do_not_starve_others_over_kafka(
-    kafka_bootstrap: str,
-    topic_factory: Callable[..., Awaitable[str]],
-    unique_name: Callable[[str], str],
-    tmp_path: Path,
+    kafka_case: KafkaCase,
 ) -> None:
     """The reproduction of issue 10 item 3: 64 requests (the default max_in_flight) for
     an unknown caller stamped 120 s in the future, then three normal requests."""
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     head = header("sess-ok", cwd="/abuse/slots")
-    events = [
-        plain(0, "turn/start", {"turn": 1}),
-        user(1, "slot needle"),
-        plain(2, "step/start", {"turn": 1, "step": 1}),
-    ]
+    events = first_step("slot needle")
     async with stack_with_session(
         kafka_bootstrap, topic_factory, unique_name("group"), tmp_path / "data", head, events
     ) as s:
@@ -191,8 +181,8 @@ async def test_requests_for_an_unknown_future_caller_do_not_starve_others_over_k
 
 
 def test_a_hosts_share_bounds_only_that_host_and_is_given_back() -> None:
+    from worker.calls.slots import Shares
     from worker.contract.errors import BUSY, HarnessError
-    from worker.slots import Shares
 
     shares = Shares(per_host=3, per_workspace=2)
     held = [shares.take("bad", "/w/1"), shares.take("bad", "/w/1"), shares.take("bad", "/w/2")]

@@ -14,11 +14,11 @@ import aiokafka.errors
 import pytest
 
 from tests.builders import header, plain, user
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.fixtures.kafka import TopicFactory, UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import Stack, has_records, read_topic, stack_with_session
 from tests.kafka.records import by_source_offset, dead_letters, request_record
-from tests.kafka.waiting import wait_until
-from worker.kafka import worker as worker_module
+from worker.transports.kafka import worker as worker_module
 
 pytestmark = pytest.mark.kafka
 

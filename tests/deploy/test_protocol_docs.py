@@ -32,6 +32,8 @@ from indexer.model.records import decode_record
 from indexer.query.service import StoreQueryService
 from indexer.settings import DLQ_TOPIC, EVENTS_TOPIC, REPLIES_TOPIC, REQUESTS_TOPIC
 from indexer.store.records.store import Store
+from worker.calls.pipeline import Pipeline
+from worker.calls.tool_call import ToolCall
 from worker.contract.envelopes import (
     CancelRequest,
     EnvelopeError,
@@ -53,7 +55,6 @@ from worker.devtools.protocol_docs import (
     render,
     stale_files,
 )
-from worker.pipeline import Pipeline, ToolCall
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 Schema = dict[str, Any]

@@ -14,7 +14,7 @@ import orjson
 
 from indexer.logs.reader import MAX_LOG_NESTING
 from tests.data_paths import CORPUS_DIR
-from tests.importers.conftest import CLAUDE_PROJECTS
+from tests.fixtures.importers import CLAUDE_PROJECTS
 from tests.importers.test_hostile_files import _deep_dsh
 
 DSH_GOOD = CORPUS_DIR / "examples__acp-agent__bash-tool-turn__session.jsonl"

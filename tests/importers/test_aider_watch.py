@@ -16,8 +16,8 @@ from indexer.logs.importers.aider_file import HISTORY_NAME
 from indexer.logs.watch import LogWatcher
 from indexer.model.records import record_session_id
 from tests.data_paths import AIDER_DIR
+from tests.fixtures.serve import call_body, eventually, running_embedded
 from tests.importers.agent_logs import aider_writes
-from tests.serve.conftest import call_body, eventually, running_embedded
 
 SHOP: Final = AIDER_DIR / "shop" / HISTORY_NAME
 WATCH_S: Final = 30.0

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from tests.data_paths import CORPUS_DIR
-from tests.importers.conftest import CLAUDE_MALFORMED, CLAUDE_PROJECTS, CODEX_SESSIONS
+from tests.fixtures.importers import CLAUDE_MALFORMED, CLAUDE_PROJECTS, CODEX_SESSIONS
 from worker.cli.main import main
 
 

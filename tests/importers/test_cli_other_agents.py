@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from tests.data_paths import COPILOT_DIR, CORPUS_DIR, GEMINI_DIR, OPENCODE_DIR
-from tests.importers.conftest import CC_MAIN, CLAUDE_PROJECTS
+from tests.fixtures.importers import CC_MAIN, CLAUDE_PROJECTS
 from worker.cli.main import main
 
 GEMINI_CHAT = next(GEMINI_DIR.glob("tmp/*/chats/session-2025-11-05T10-00-a1000001.json"))

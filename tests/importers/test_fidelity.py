@@ -14,9 +14,9 @@ from indexer.logs.importers.common import child_session_id
 from indexer.model.header import SessionHeader
 from indexer.query.types import SessionRecord
 from tests.data_paths import GEMINI_DIR
-from tests.importers.conftest import CLAUDE_CODE_DIR, CODEX_DIR, CX_MAIN, Tools, ingest
-from worker.mcp.binding import newest_in
+from tests.fixtures.importers import CLAUDE_CODE_DIR, CODEX_DIR, CX_MAIN, Tools, ingest
 from worker.tools.access import Caller
+from worker.transports.mcp.binding import newest_in
 
 REVIEW_PARENT = "0199a000-0000-7000-8000-000000000010"
 REVIEW_CHILD = "0199a000-0000-7000-8000-000000000011"

@@ -14,7 +14,7 @@ import pytest
 
 from indexer.logs.importers import discover_report
 from indexer.logs.reader import MAX_LOG_NESTING
-from tests.importers.conftest import CLAUDE_PROJECTS, CODEX_SESSIONS, Tools, ingest
+from tests.fixtures.importers import CLAUDE_PROJECTS, CODEX_SESSIONS, Tools, ingest
 from worker.cli.main import main
 
 

@@ -12,15 +12,15 @@ import orjson
 import pytest
 
 from indexer.query.service import StoreQueryService
-from tests.importers.conftest import CC_LEGACY_PARENT, CC_MAIN, CLAUDE_SESSIONS
+from tests.fixtures.importers import CC_LEGACY_PARENT, CC_MAIN, CLAUDE_SESSIONS
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.waiting import wait_until
 from tests.importers.hostile_tree import hostile_tree
 from tests.importers.test_hostile_served import _append_event
 from tests.importers.test_serve_import import _record
-from tests.kafka.fixtures import TopicFactory
 from tests.kafka.harness import create_topics, read_topic, running_indexer
 from tests.kafka.processes import Processes
-from tests.kafka.waiting import wait_until
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

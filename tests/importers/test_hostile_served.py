@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -20,24 +19,14 @@ import orjson
 
 from tests.builders import user
 from tests.data_paths import REPO_ROOT
-from tests.importers.conftest import CC_LEGACY_PARENT, CC_MAIN
+from tests.fixtures.importers import CC_LEGACY_PARENT, CC_MAIN
+from tests.fixtures.mcp import subprocess_env
+from tests.fixtures.waiting import wait_for
 from tests.importers.hostile_tree import HostileTree, hostile_tree
 from tests.importers.test_serve_import import _record
-from tests.mcp.conftest import subprocess_env
 
 DEADLINE_S = 120.0
 READY = re.compile(r"^ready: .*; console (http://127\.0\.0\.1:\d+)/$", re.M)
-
-
-def _wait(probe: Any, what: str) -> Any:
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
-        got = probe()
-        if got:
-            return got
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {DEADLINE_S:.0f} s: {what}")
-        time.sleep(0.05)
 
 
 def _call(base: str, tool: str, arguments: dict[str, Any], caller: str) -> dict[str, Any]:
@@ -72,7 +61,7 @@ def test_serve_over_a_hostile_tree_serves_the_rest_and_names_each_bad_file_once(
             stdout=out, stderr=err,
         )  # fmt: skip
     try:
-        ready = _wait(
+        ready = wait_for(
             lambda: READY.search(out_path.read_text()) or proc.poll() is not None,
             "the ready line",
         )
@@ -95,7 +84,7 @@ def test_serve_over_a_hostile_tree_serves_the_rest_and_names_each_bad_file_once(
             reply = _call(base, "session_event_search", arguments, CC_LEGACY_PARENT)
             return "| user/message | current |" in reply["text"]
 
-        _wait(appended, "the appended event searchable")
+        wait_for(appended, "the appended event searchable")
         assert proc.poll() is None, err_path.read_text()
         stderr = err_path.read_text()
         for bad in (tree.loop, tree.fifo):

@@ -15,7 +15,7 @@ from indexer.logs.importers import discover_sources, read_source
 from indexer.model.header import parse_header
 from indexer.query.service import StoreQueryService
 from indexer.sources.files import IngestSummary
-from tests.importers.conftest import (
+from tests.fixtures.importers import (
     CC_CHILD,
     CC_LEGACY_CHILD,
     CC_LEGACY_PARENT,

@@ -9,7 +9,7 @@ import contextlib
 import io
 from pathlib import Path
 
-from tests.importers.conftest import (
+from tests.fixtures.importers import (
     CLAUDE_MALFORMED,
     CLAUDE_PROJECTS,
     CODEX_MALFORMED,

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from indexer.query.service import StoreQueryService
-from tests.importers.conftest import (
+from tests.fixtures.importers import (
     CC_CHILD,
     CC_LEGACY_PARENT,
     CC_MAIN,
@@ -23,11 +23,11 @@ from tests.importers.conftest import (
     CX_CHILD,
     CX_MAIN,
 )
-from tests.kafka.fixtures import TopicFactory
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import create_topics, read_topic, running_indexer
 from tests.kafka.processes import Processes
-from tests.kafka.waiting import wait_until
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

@@ -15,7 +15,7 @@ import pytest
 from indexer.logs.importers import LogSource, discover_report, read_source
 from indexer.sources.files import IngestSummary
 from tests.data_paths import AIDER_DIR, COPILOT_DIR, GEMINI_DIR, OPENCODE_DIR
-from tests.importers.conftest import (
+from tests.fixtures.importers import (
     CLAUDE_CODE_DIR,
     CLAUDE_PROJECTS,
     CODEX_DIR,

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import orjson
 
 from tests.data_paths import CORPUS_DIR
-from tests.importers.conftest import (
+from tests.fixtures.importers import (
     CC_CHILD,
     CC_LEGACY_PARENT,
     CC_MAIN,
@@ -20,7 +20,7 @@ from tests.importers.conftest import (
     CODEX_SESSIONS,
     CX_MAIN,
 )
-from tests.serve.conftest import call_body, eventually, running_embedded
+from tests.fixtures.serve import call_body, eventually, running_embedded
 
 DSH_SHOP = CORPUS_DIR / "examples__acp-agent__bash-tool-turn__session.jsonl"
 WATCH_S = 10.0

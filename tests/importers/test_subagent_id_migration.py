@@ -12,7 +12,7 @@ import orjson
 
 from indexer.store.layout import sqlite_path
 from indexer.store.records.store import Store
-from tests.importers.conftest import CC_CHILD, CC_MAIN, CLAUDE_PROJECTS, Tools, ingest
+from tests.fixtures.importers import CC_CHILD, CC_MAIN, CLAUDE_PROJECTS, Tools, ingest
 from worker.tools.access import Caller
 
 OLD_CHILD = f"{CC_MAIN}:agent-a1b2c3d4"

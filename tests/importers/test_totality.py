@@ -25,7 +25,7 @@ from tests.data_paths import CORPUS_DIR
 from tests.importers.agent_logs import WRITERS
 from tests.mcp.stdio import stdio_session
 from worker.cli.main import main
-from worker.mcp.extensions import TIMEOUT_META_KEY
+from worker.transports.mcp.extensions import TIMEOUT_META_KEY
 
 INVALID_ON_PURPOSE: Final = ("cordis-tool-round", "authored-error", "blocked-log")
 GOOD_DSH: Final = sorted(

@@ -34,7 +34,7 @@ from indexer.stats import store_stats
 from indexer.store.records.store import Store
 from tests.builders import plain, user
 from tests.data_paths import CORPUS_DIR, DATA_DIR
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 FIXTURE: Final = DATA_DIR / "store-v1"
@@ -42,7 +42,7 @@ FIXTURE_DATA: Final = FIXTURE / "data"
 FIXTURE_OUTPUTS: Final = FIXTURE / "outputs.json"
 OFFSETS: Final = {("sessionq.events", 0): 4242, ("sessionq.events", 2): 17}
 
-# Corpus logs (file names in tests/data/dsh) the fixture holds.
+# Corpus logs (file names in shared/corpus/dsh) the fixture holds.
 LOGS: Final = (
     "examples__acp-agent__advanced-toolchain__session.jsonl",  # 1111…, lineage root
     "examples__acp-agent__advanced-toolchain__session.1.jsonl",  # 2222…, its child

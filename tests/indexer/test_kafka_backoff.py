@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from indexer.kafka.backoff import BASE_S, CAP_S, JITTER, Reachability, wait_after
+from indexer.kafka.backoff import BASE_S, CAP_S, JITTER, SETTLE_S, Reachability, wait_after
 
 
 def test_the_wait_doubles_per_failure_up_to_the_cap() -> None:
@@ -24,10 +24,12 @@ def test_jitter_only_shortens_the_wait() -> None:
 
 def test_each_change_of_reachability_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="sessionq.kafka")
-    reach = Reachability("127.0.0.1:1")
+    now = [100.0]
+    reach = Reachability("127.0.0.1:1", clock=lambda: now[0])
     reach.reached()  # up from the start: nothing to say
     for _ in range(3):
         reach.failed()
+    now[0] += SETTLE_S
     for _ in range(3):
         reach.reached()
     reach.failed()
@@ -35,3 +37,24 @@ def test_each_change_of_reachability_is_logged_once(caplog: pytest.LogCaptureFix
     assert len(said) == 3, said
     assert "127.0.0.1:1 is unreachable" in said[0] and "reachable again" in said[1]
     assert "is unreachable" in said[2]
+
+
+def test_a_connection_from_before_the_broker_went_is_no_comeback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """aiokafka hands back a connection it opened before the broker stopped: a success in
+    the same moment as the failure must not say "reachable again" (and then "unreachable"
+    a second time), as it did in CI when the broker was stopped under a node."""
+    caplog.set_level(logging.INFO, logger="sessionq.kafka")
+    now = [100.0]
+    reach = Reachability("127.0.0.1:1", clock=lambda: now[0])
+    reach.failed()
+    now[0] += 0.004
+    reach.reached()  # the cached connection, 4 ms later
+    reach.failed()
+    assert [r.getMessage() for r in caplog.records] == [
+        "Kafka at 127.0.0.1:1 is unreachable: retrying with backoff (at most 8 s apart)"
+    ]
+    now[0] += SETTLE_S
+    reach.reached()
+    assert caplog.records[-1].getMessage() == "Kafka at 127.0.0.1:1 is reachable again"

@@ -47,7 +47,7 @@ from indexer.store.tables.sqlite_tables import SqliteTables
 from indexer.store.tables.transaction import Transaction
 from indexer.store.tantivy import TantivyIndex
 from tests.builders import assistant, events_record, header, header_record, plain, user
-from tests.conftest import SessionSpec, build_store
+from tests.fixtures.stores import SessionSpec, build_store
 from tests.injection import (
     Injection,
     TransactionLoss,

@@ -8,7 +8,7 @@ import pytest
 from indexer.model.search import CwdFilter, SessionFilter, TimeFilter
 from indexer.query.service import StoreQueryService
 from tests.builders import header, user
-from tests.conftest import StoreFactory
+from tests.fixtures.stores import StoreFactory
 
 DOCS = {
     "ai": "An AI helper",

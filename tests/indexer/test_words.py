@@ -14,9 +14,9 @@ from indexer.search_modes import SearchMode
 from indexer.store.tantivy.analyzer import analyze
 from indexer.store.tantivy.words import query_units, words_text
 from tests.builders import header, user
-from tests.conftest import StoreFactory
-from worker.limits import ToolLimits
-from worker.pipeline import Pipeline
+from tests.fixtures.stores import StoreFactory
+from worker.calls.limits import ToolLimits
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 CWD = "/home/dev/words"

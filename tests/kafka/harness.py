@@ -22,7 +22,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import ConsumerRecord
 
-from indexer.kafka.group import Producer
+from indexer.kafka.client import Producer
 from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
 from indexer.settings import IndexerSettings, KafkaSettings
@@ -30,15 +30,15 @@ from indexer.sources.files import ingest_files
 from indexer.sources.kafka import Indexer
 from indexer.store.layout import sqlite_path
 from indexer.store.records.store import Store
+from tests.fixtures.waiting import wait_until
 from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
-from tests.kafka.waiting import wait_until
+from worker.calls.pipeline import Pipeline
 from worker.contract.envelopes import Reply, reply_for
-from worker.kafka.client import SessionqClient
-from worker.kafka.publisher import Publisher
-from worker.kafka.worker import Worker
-from worker.pipeline import Pipeline
+from worker.host.client import SessionqClient
+from worker.host.publisher import Publisher
 from worker.settings import WorkerSettings
 from worker.tools.access import Caller
+from worker.transports.kafka.worker import Worker
 
 # ---- topics ----
 
@@ -192,6 +192,28 @@ async def caught_up(data_dir: Path, bootstrap: str, topic: str) -> bool:
     ends = await end_offsets(bootstrap, topic)
     stored = stored_offsets(data_dir)
     return all(stored.get((topic, p), 0) == end for p, end in ends.items())
+
+
+async def publish_texts(
+    producer: RawProducer,
+    topics: Topics,
+    data: Path,
+    sessions: Sequence[tuple[dict[str, Any], str]],
+) -> None:
+    """Each ``(header, text)`` published as a session whose one event is the user's
+    ``text``, then waited for until the indexer over ``data`` has every record."""
+    from tests.builders import user
+
+    for head, text in sessions:
+        key = routing_key(head)
+        await producer.send_json(topics.events, header_record(head), key=key)
+        await producer.send_json(topics.events, events_record(head["id"], [user(0, text)]), key=key)
+    await wait_until(
+        lambda: caught_up(data, topics.bootstrap, topics.events),
+        timeout=60,
+        what="the indexer to catch up",
+        interval=0.05,
+    )
 
 
 def ingest_reference(data_dir: Path, paths: Sequence[Path]) -> None:
@@ -426,7 +448,7 @@ async def product_topics(
     counts and configs) under unique names; deleted afterwards."""
     from aiokafka.admin import AIOKafkaAdminClient
 
-    from worker.kafka.topics import ensure_topics
+    from worker.host.topics import ensure_topics
 
     topics = Topics(
         bootstrap,
@@ -474,3 +496,23 @@ async def stack_with_session(
         await s.publish_session(header, events)
         await s.indexed()
         yield s
+
+
+def session_stack(header: dict[str, Any], events: Sequence[dict[str, Any]]) -> Any:
+    """A test module's ``stack`` fixture: ``stack_with_session`` over ``header`` and
+    ``events``, its group and data dir the test's own."""
+    import pytest
+
+    from tests.fixtures.kafka import TopicFactory, UniqueName
+
+    @pytest.fixture
+    async def stack(
+        kafka_bootstrap: str, topic_factory: TopicFactory, unique_name: UniqueName, tmp_path: Path
+    ) -> AsyncIterator[Stack]:
+        group, data = unique_name("group"), tmp_path / "data"
+        async with stack_with_session(
+            kafka_bootstrap, topic_factory, group, data, header, events
+        ) as s:
+            yield s
+
+    return stack

@@ -13,7 +13,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import RecordMetadata
 
-from tests.kafka.waiting import wait_until
+from tests.fixtures.waiting import wait_until
 from worker.contract.envelopes import Reply, decode_reply
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.waiting import wait_until
 from tests.kafka.broker import BrokerStartError, start_local_broker
-from tests.kafka.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 REPO = Path(__file__).resolve().parents[2]

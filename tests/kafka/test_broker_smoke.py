@@ -9,8 +9,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition
 
+from tests.fixtures.kafka import TopicFactory, UniqueName
 from tests.kafka.broker import Broker
-from tests.kafka.fixtures import TopicFactory, UniqueName
 
 pytestmark = pytest.mark.kafka
 

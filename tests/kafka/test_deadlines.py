@@ -10,51 +10,65 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.builders import header, plain, user
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.builders import first_step, header, plain, user
+from tests.fixtures.kafka import KafkaCase
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     Stack,
     create_topics,
     read_topic,
     running_stack,
-    stack_with_session,
+    session_stack,
 )
 from tests.kafka.records import request_record
-from tests.kafka.waiting import wait_until
 from worker.contract.envelopes import Reply
 
 pytestmark = pytest.mark.kafka
 
 WS = "/deadline/ws"
 PEER = header("peer", cwd=WS)
-PEER_EVENTS = [
-    plain(0, "turn/start", {"turn": 1}),
-    user(1, "the peer remembers a lighthouse"),
-    plain(2, "step/start", {"turn": 1, "step": 1}),
-]
+PEER_EVENTS = first_step("the peer remembers a lighthouse")
 
 
-@pytest.fixture
-async def stack(
-    kafka_bootstrap: str,
-    topic_factory: TopicFactory,
-    unique_name: UniqueName,
-    tmp_path: Path,
-) -> AsyncIterator[Stack]:
-    async with stack_with_session(
-        kafka_bootstrap, topic_factory, unique_name("group"), tmp_path / "data", PEER, PEER_EVENTS
-    ) as s:
-        yield s
+stack = session_stack(PEER, PEER_EVENTS)
 
 
 def in_flight(stack: Stack) -> float:
     return stack.metric("sessionq_in_flight_calls")
+
+
+async def timed_out_by_the_worker(stack: Stack, rid: str, reply: Reply, elapsed: float) -> None:
+    """``reply`` is the worker's own 1 s timeout: not before the deadline, and on the
+    reply topic (not the client giving up)."""
+    assert reply.to_json() == {
+        "v": 1,
+        "id": rid,
+        "ok": False,
+        "error": {"code": "TOOL_TIMEOUT", "message": "tool call timed out after 1000ms"},
+    }
+    assert elapsed >= 0.9, elapsed
+    assert rid in (await stack.tap.wait_for([rid], timeout=30))
+
+
+async def waiting_call(
+    stack: Stack, tool: str, arguments: Any, request_id: str
+) -> asyncio.Task[Reply]:
+    """A call that stays in flight: its caller's events have not arrived, so the worker
+    waits (20 s at most) for ``min_seq``."""
+    return await start_call(
+        stack,
+        tool,
+        arguments,
+        session_id="late-caller",
+        min_seq=5,
+        timeout_ms=20000,
+        routing_key=WS,
+        request_id=request_id,
+    )
 
 
 async def start_call(stack: Stack, tool: str, arguments: Any, **kwargs: Any) -> asyncio.Task[Reply]:
@@ -123,77 +137,41 @@ async def test_request_already_past_its_deadline_gets_timeout_without_work(stack
 # ---- cancellation ----
 
 
-async def test_cancel_with_code_and_message_replies_with_exactly_those_and_echoes_reason(
-    stack: Stack,
-) -> None:
-    rid = str(uuid.uuid4())
-    # The caller's events have not arrived, so the worker waits for min_seq: in flight.
-    task = await start_call(
-        stack,
-        "session_event_search",
-        {"query": "lighthouse"},
-        session_id="late-caller",
-        min_seq=5,
-        timeout_ms=20000,
-        routing_key=WS,
-        request_id=rid,
-    )
-    reason = {"code": "X_CANCEL", "message": "stop now"}
-    await stack.client.cancel(rid, reason, routing_key=WS.encode())
-    reply = await asyncio.wait_for(task, 15)
-    assert reply.to_json() == {
-        "v": 1,
-        "id": rid,
-        "ok": False,
-        "error": {"code": "X_CANCEL", "message": "stop now"},
-        "reason": reason,
-    }
+CANCELLED = {"code": "TOOL_CANCELLED", "message": "tool call was cancelled"}
 
 
 @pytest.mark.parametrize(
-    "reason",
-    ["user pressed escape", 42, ["X_CANCEL", "stop now"], {"code": 7, "message": "stop now"}],
-    ids=["string", "number", "array", "object-without-string-code"],
+    ("tool", "arguments", "reason", "error"),
+    [
+        (
+            "session_event_search",
+            {"query": "lighthouse"},
+            {"code": "X_CANCEL", "message": "stop now"},
+            {"code": "X_CANCEL", "message": "stop now"},
+        ),
+        ("session_event_read", {"seq": 0}, "user pressed escape", CANCELLED),
+        ("session_event_read", {"seq": 0}, 42, CANCELLED),
+        ("session_event_read", {"seq": 0}, ["X_CANCEL", "stop now"], CANCELLED),
+        ("session_event_read", {"seq": 0}, {"code": 7, "message": "stop now"}, CANCELLED),
+    ],
+    ids=["code-and-message", "string", "number", "array", "object-without-string-code"],
 )
-async def test_cancel_with_any_other_reason_is_tool_cancelled_and_echoes_reason(
-    stack: Stack, reason: Any
+async def test_a_cancel_replies_with_its_code_and_message_else_tool_cancelled_echoing_it(
+    stack: Stack, tool: str, arguments: Any, reason: Any, error: dict[str, str]
 ) -> None:
     rid = str(uuid.uuid4())
-    task = await start_call(
-        stack,
-        "session_event_read",
-        {"seq": 0},
-        session_id="late-caller",
-        min_seq=5,
-        timeout_ms=20000,
-        routing_key=WS,
-        request_id=rid,
-    )
+    # The caller's events have not arrived, so the worker waits for min_seq: in flight.
+    task = await waiting_call(stack, tool, arguments, rid)
     await stack.client.cancel(rid, reason, routing_key=WS.encode())
     reply = await asyncio.wait_for(task, 15)
-    assert reply.to_json() == {
-        "v": 1,
-        "id": rid,
-        "ok": False,
-        "error": {"code": "TOOL_CANCELLED", "message": "tool call was cancelled"},
-        "reason": reason,
-    }
+    assert reply.to_json() == {"v": 1, "id": rid, "ok": False, "error": error, "reason": reason}
 
 
 async def test_cancelling_the_awaiting_task_sends_a_cancel_record_and_aborts_the_call(
     stack: Stack,
 ) -> None:
     rid = str(uuid.uuid4())
-    task = await start_call(
-        stack,
-        "session_search",
-        {"query": "lighthouse"},
-        session_id="late-caller",
-        min_seq=5,
-        timeout_ms=20000,
-        routing_key=WS,
-        request_id=rid,
-    )
+    task = await waiting_call(stack, "session_search", {"query": "lighthouse"}, rid)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -268,17 +246,7 @@ async def test_min_seq_call_times_out_when_the_events_never_arrive(stack: Stack)
         routing_key=WS,
         request_id=rid,
     )
-    elapsed = time.monotonic() - started
-    assert reply.to_json() == {
-        "v": 1,
-        "id": rid,
-        "ok": False,
-        "error": {"code": "TOOL_TIMEOUT", "message": "tool call timed out after 1000ms"},
-    }
-    # Not before the deadline; and the worker's own reply (it is on the reply topic), not
-    # the client giving up.
-    assert elapsed >= 0.9, elapsed
-    assert rid in (await stack.tap.wait_for([rid], timeout=30))
+    await timed_out_by_the_worker(stack, rid, reply, time.monotonic() - started)
 
 
 # ---- a caller the index has not seen yet ----
@@ -306,27 +274,17 @@ async def test_request_from_a_caller_that_never_arrives_times_out(stack: Stack) 
         routing_key=WS,
         request_id=rid,
     )
-    elapsed = time.monotonic() - started
-    assert reply.to_json() == {
-        "v": 1,
-        "id": rid,
-        "ok": False,
-        "error": {"code": "TOOL_TIMEOUT", "message": "tool call timed out after 1000ms"},
-    }
-    assert elapsed >= 0.9, elapsed  # not before the deadline
-    assert rid in (await stack.tap.wait_for([rid], timeout=30))  # the worker's reply
+    await timed_out_by_the_worker(stack, rid, reply, time.monotonic() - started)
 
 
 async def test_cancel_reaches_a_waiting_call_while_every_slot_is_busy(
-    kafka_bootstrap: str,
-    topic_factory: TopicFactory,
-    unique_name: UniqueName,
-    tmp_path: Path,
+    kafka_case: KafkaCase,
 ) -> None:
     """Cancel records are control messages: a worker whose ``max_in_flight`` slots are all
     taken by calls waiting for ``min_seq`` must still read the cancel and abort the call.
     Today every record, cancels included, first takes a slot, so the cancel waits behind
     the calls it is meant to abort (until their deadline)."""
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics = await create_topics(kafka_bootstrap, topic_factory, events=1, requests=1)
     async with running_stack(topics, tmp_path / "data", unique_name("group"), max_in_flight=2) as s:
         rid = str(uuid.uuid4())

@@ -15,8 +15,9 @@ import pytest
 from indexer.model.records import decode_record
 from indexer.query.service import StoreQueryService
 from indexer.store.records.store import Store
-from tests.builders import assistant, header, plain, user
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.builders import assistant, first_step, header, plain, user
+from tests.fixtures.kafka import TopicFactory, UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     caught_up,
     create_topics,
@@ -36,9 +37,8 @@ from tests.kafka.records import (
     events_record,
     header_record,
 )
-from tests.kafka.waiting import wait_until
 from tests.snapshots import snapshot
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 pytestmark = pytest.mark.kafka
@@ -52,11 +52,7 @@ A_AFTER_GAP = [user(5, "charlie again"), assistant(6, "omega answer")]
 B = header("sess-b", cwd=OTHER_WS)
 B_EVENTS = [plain(0, "turn/start", {"turn": 1}), user(1, "delta on the other partition")]
 C = header("sess-c", cwd=WS)
-C_EVENTS = [
-    plain(0, "turn/start", {"turn": 1}),
-    user(1, "echo after the poison"),
-    plain(2, "step/start", {"turn": 1, "step": 1}),
-]
+C_EVENTS = first_step("echo after the poison")
 
 
 async def test_poison_event_records_are_dead_lettered_while_good_records_keep_flowing(

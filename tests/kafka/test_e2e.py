@@ -11,7 +11,8 @@ import pytest
 
 from indexer.query.service import StoreQueryService
 from tests.builders import header, user
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.fixtures.kafka import KafkaCase, TopicFactory, UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     Call,
     Topics,
@@ -28,11 +29,10 @@ from tests.kafka.harness import (
     stored_offsets,
     wait_assigned,
 )
-from tests.kafka.waiting import wait_until
 from tests.snapshots import snapshot
+from worker.calls.pipeline import Pipeline
 from worker.contract.envelopes import Reply
-from worker.kafka.client import SessionqClient
-from worker.pipeline import Pipeline
+from worker.host.client import SessionqClient
 
 pytestmark = pytest.mark.kafka
 
@@ -162,11 +162,9 @@ async def test_whole_corpus_replies_over_kafka_equal_in_process_answers(
 
 
 async def test_lifecycle_and_delete_records_change_what_the_worker_answers(
-    kafka_bootstrap: str,
-    topic_factory: TopicFactory,
-    unique_name: UniqueName,
-    tmp_path: Path,
+    kafka_case: KafkaCase,
 ) -> None:
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics = await create_topics(kafka_bootstrap, topic_factory, events=2, requests=2)
     ws = "/e2e/lifecycle"
     peer = header("peer", cwd=ws)

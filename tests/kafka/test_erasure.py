@@ -24,7 +24,8 @@ from indexer.store.layout import sqlite_path
 from indexer.store.records.store import Store
 from tests.builders import header, user
 from tests.erasure_scan import marker, scan
-from tests.kafka.fixtures import TopicFactory
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     caught_up,
     create_topics,
@@ -34,7 +35,6 @@ from tests.kafka.harness import (
     running_indexer,
 )
 from tests.kafka.records import RawProducer, events_record, header_record, routing_key
-from tests.kafka.waiting import wait_until
 from worker.cli.main import main
 
 pytestmark = pytest.mark.kafka

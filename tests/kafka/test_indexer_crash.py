@@ -13,7 +13,8 @@ import pytest
 
 from indexer.model.records import decode_record
 from indexer.store.records.store import Store
-from tests.kafka.fixtures import TopicFactory
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     caught_up,
     create_topics,
@@ -27,7 +28,6 @@ from tests.kafka.processes import (
     CliProcess,
     Processes,
 )
-from tests.kafka.waiting import wait_until
 from tests.snapshots import snapshot
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

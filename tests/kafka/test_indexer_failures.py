@@ -25,9 +25,10 @@ import indexer.store.tantivy.index as index_module
 from indexer.store.tables.sqlite_tables import SqliteTables
 from indexer.store.tantivy import TantivyIndex
 from tests.builders import assistant, header, plain, user
-from tests.conftest import SessionSpec, build_store
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.stores import SessionSpec, build_store
+from tests.fixtures.waiting import wait_until
 from tests.injection import TransactionLoss, doc_of, docs_of, events_batch_of, inject
-from tests.kafka.fixtures import TopicFactory
 from tests.kafka.harness import (
     Topics,
     caught_up,
@@ -45,7 +46,6 @@ from tests.kafka.records import (
     header_record,
     routing_key,
 )
-from tests.kafka.waiting import wait_until
 from tests.snapshots import snapshot
 
 pytestmark = pytest.mark.kafka

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka.fixtures import UniqueName
+from tests.fixtures.kafka import UniqueName
 from tests.kafka.processes import REPO_ROOT
 
 

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from indexer.kafka.group import Producer
+from indexer.kafka.client import Producer
 from indexer.model.records import EventsRecord, HeaderRecord, decode_record
 from indexer.settings import KafkaSettings
 from tests.builders import chunk, header, plain, title, user
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.fixtures.kafka import TopicFactory, UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     caught_up,
     create_topics,
@@ -32,12 +33,11 @@ from tests.kafka.harness import (
     wait_assigned,
 )
 from tests.kafka.records import RawProducer, events_record, header_record
-from tests.kafka.waiting import wait_until
 from worker.authn.keyring import keyring_entry
 from worker.authn.tokens import CallerSigner, generate_key_pair
 from worker.contract.jsjson import js_stringify
-from worker.kafka.client import SessionqClient
-from worker.kafka.publisher import Publisher
+from worker.host.client import SessionqClient
+from worker.host.publisher import Publisher
 
 pytestmark = pytest.mark.kafka
 

@@ -14,7 +14,8 @@ import pytest
 
 from indexer.kafka.node_group import partition_for
 from tests.builders import header, user
-from tests.kafka.fixtures import UniqueName
+from tests.fixtures.kafka import UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import product_topics
 from tests.kafka.nodes import covered, spawn_node, workspaces_on_distinct_partitions
 from tests.kafka.processes import Processes
@@ -25,7 +26,6 @@ from tests.kafka.records import (
     header_record,
     request_record,
 )
-from tests.kafka.waiting import wait_until
 from worker.authn.keyring import keyring_entry
 from worker.authn.tokens import CallerSigner, generate_key_pair
 from worker.contract.errors import CALLER_UNAUTHENTICATED, MISROUTED, UNAUTHENTICATED_MESSAGE

@@ -12,12 +12,12 @@ import orjson
 import pytest
 
 from tests.builders import header, user
-from tests.kafka.fixtures import UniqueName
+from tests.fixtures.kafka import UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import product_topics, read_topic
 from tests.kafka.nodes import covered, partition_sessions, spawn_node
 from tests.kafka.processes import Processes
 from tests.kafka.records import RawProducer, dead_letters, events_record, header_record
-from tests.kafka.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 WS = "/node-dlq/ws"

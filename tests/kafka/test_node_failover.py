@@ -16,14 +16,14 @@ import pytest
 
 from indexer.kafka.node_group import partition_for
 from tests.builders import header, user
-from tests.kafka.fixtures import UniqueName
+from tests.fixtures.kafka import UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import Topics, product_topics
 from tests.kafka.nodes import NodeProc, covered, spawn_node, workspaces_on_distinct_partitions
 from tests.kafka.processes import Processes
 from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record
-from tests.kafka.waiting import wait_until
 from worker.contract.envelopes import Reply
-from worker.kafka.client import SessionqClient
+from worker.host.client import SessionqClient
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 PARTITIONS = 6

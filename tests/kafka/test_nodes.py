@@ -25,7 +25,8 @@ from indexer.model import SessionHeader
 from indexer.query.service import StoreQueryService
 from indexer.settings import KafkaSettings
 from tests.builders import header, user
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.fixtures.kafka import TopicFactory, UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     Topics,
     caught_up,
@@ -57,10 +58,9 @@ from tests.kafka.records import (
     header_record,
     request_record,
 )
-from tests.kafka.waiting import wait_until
+from worker.calls.pipeline import Pipeline
 from worker.contract.envelopes import Reply
-from worker.kafka.client import SessionqClient
-from worker.pipeline import Pipeline
+from worker.host.client import SessionqClient
 
 pytestmark = pytest.mark.kafka
 PARTITIONS = 6

@@ -13,11 +13,11 @@ from typing import Final
 
 import pytest
 
-from tests.conftest import build_store
-from tests.kafka.fixtures import UniqueName
+from tests.fixtures.kafka import UniqueName
+from tests.fixtures.stores import build_store
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import product_topics
 from tests.kafka.processes import CliProcess
-from tests.kafka.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 DEFAULT_PORT: Final = {"worker": 9465, "node": 9466}

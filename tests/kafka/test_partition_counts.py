@@ -13,11 +13,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import build_store
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.fixtures.kafka import TopicFactory, UniqueName
+from tests.fixtures.stores import build_store
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import create_topics, product_topics
 from tests.kafka.processes import PYTHON, REPO_ROOT, CliProcess
-from tests.kafka.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -14,15 +14,15 @@ import pytest
 
 from indexer.query.service import StoreQueryService
 from tests.builders import assistant, plain, user
-from tests.kafka.fixtures import TopicFactory
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     create_topics,
     read_topic,
     running_indexer,
 )
 from tests.kafka.processes import Processes
-from tests.kafka.waiting import wait_until
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

@@ -17,6 +17,8 @@ from typing import Final
 
 import pytest
 
+from tests.fixtures.processes import clean_copy
+
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 REPO: Final = Path(__file__).resolve().parents[2]
 VENV: Final = Path(sys.executable).parent.parent  # the venv running the tests
@@ -30,20 +32,6 @@ def block_after(heading: str) -> str:
     found = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
     assert found is not None, heading
     return found.group(1)
-
-
-def clean_copy(dest: Path) -> Path:
-    """The repository's tracked and unignored files, the test's venv as ``.venv``."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, check=True, capture_output=True,
-    ).stdout.decode().split("\0")  # fmt: skip
-    for rel in filter(None, listed):
-        if (REPO / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / rel, dest / rel)
-    (dest / ".venv").symlink_to(VENV)
-    return dest
 
 
 def run_block(clone: Path, script: str, log: Path) -> subprocess.CompletedProcess[str]:
@@ -71,8 +59,8 @@ def left_over(clone: Path) -> list[str]:
 def test_the_quickstart_and_the_nodes_block_run_and_stop_as_written(tmp_path: Path) -> None:
     if shutil.which("java") is None:
         pytest.skip("no Java for the local broker")
-    clone = clean_copy(tmp_path / "clone")
-    caller = "85e6db1b-b2a5-5fb3-b045-5a0a2addb250"
+    clone = clean_copy(tmp_path / "clone", venv=VENV)
+    caller = "3eb62c1c-5ba4-4881-87fd-7d46cc858ee3"  # a demo session (sessionq demo-corpus)
     try:
         quick = run_block(clone, block_after("Kafka quickstart (local Apache Kafka, no Docker)"),
                           tmp_path / "quickstart.log")  # fmt: skip

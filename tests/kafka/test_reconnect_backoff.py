@@ -13,9 +13,9 @@ from typing import Final
 
 import pytest
 
+from tests.fixtures.waiting import wait_until
 from tests.kafka.broker import BrokerStartError, start_local_broker
 from tests.kafka.processes import CliProcess
-from tests.kafka.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 ATTEMPT: Final = "Initiating connection to node"

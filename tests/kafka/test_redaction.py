@@ -11,9 +11,9 @@ import pytest
 from indexer.settings import IndexerSettings
 from indexer.stats import store_stats
 from tests.erasure_scan import data_files
-from tests.kafka.fixtures import TopicFactory
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import caught_up, create_topics, indexer_with, publish
-from tests.kafka.waiting import wait_until
 from tests.redaction.corpus import secrets_log
 from tests.redaction.labelled import KINDS
 from tests.redaction.test_end_to_end import probes, stored_raw

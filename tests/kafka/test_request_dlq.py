@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from tests.builders import header, plain, user
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.builders import first_step, header, user
+from tests.fixtures.kafka import UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     Stack,
     Topics,
@@ -23,7 +23,7 @@ from tests.kafka.harness import (
     product_topics,
     read_topic,
     running_stack,
-    stack_with_session,
+    session_stack,
 )
 from tests.kafka.records import (
     RawProducer,
@@ -34,30 +34,15 @@ from tests.kafka.records import (
     header_record,
     request_record,
 )
-from tests.kafka.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 
 WS = "/dlq/requests"
 C = header("sess-c", cwd=WS)
-C_EVENTS = [
-    plain(0, "turn/start", {"turn": 1}),
-    user(1, "echo after the poison"),
-    plain(2, "step/start", {"turn": 1, "step": 1}),
-]
+C_EVENTS = first_step("echo after the poison")
 
 
-@pytest.fixture
-async def stack(
-    kafka_bootstrap: str,
-    topic_factory: TopicFactory,
-    unique_name: UniqueName,
-    tmp_path: Path,
-) -> AsyncIterator[Stack]:
-    async with stack_with_session(
-        kafka_bootstrap, topic_factory, unique_name("group"), tmp_path / "data", C, C_EVENTS
-    ) as s:
-        yield s
+stack = session_stack(C, C_EVENTS)
 
 
 async def test_unparseable_requests_are_dead_lettered_and_later_requests_answered(

@@ -11,7 +11,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from tests.kafka.fixtures import UniqueName
+from tests.fixtures.kafka import UniqueName
 from tests.kafka.harness import (
     Topics,
     end_offsets,
@@ -22,7 +22,7 @@ from tests.kafka.processes import (
     REPO_ROOT,
 )
 from worker.contract.envelopes import MAX_REQUEST_BYTES
-from worker.kafka.topics import ensure_topics
+from worker.host.topics import ensure_topics
 
 pytestmark = pytest.mark.kafka
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from indexer.query.service import StoreQueryService
-from tests.kafka.fixtures import TopicFactory, UniqueName
+from tests.fixtures.kafka import TopicFactory, UniqueName
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     Call,
     committed_offsets,
@@ -29,10 +30,9 @@ from tests.kafka.processes import (
     assigned_partitions,
 )
 from tests.kafka.records import ReplyTap
-from tests.kafka.waiting import wait_until
+from worker.calls.pipeline import Pipeline
 from worker.contract.envelopes import Reply
-from worker.kafka.client import SessionqClient
-from worker.pipeline import Pipeline
+from worker.host.client import SessionqClient
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

@@ -20,7 +20,7 @@ from indexer.query.partitioned import PartitionQueryService
 from indexer.query.service import StoreQueryService
 from indexer.store.records.store import Store
 from tests.builders import header, user
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 PARTITIONS = 4

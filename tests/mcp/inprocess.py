@@ -12,11 +12,11 @@ from typing import Any
 
 from mcp import Client
 
-from worker.limits import ToolLimits
-from worker.mcp.backends import Backend, EmbeddedBackend
-from worker.mcp.binding import CallerBinder
-from worker.mcp.server import build_server
-from worker.mcp.window import Window
+from worker.calls.limits import ToolLimits
+from worker.transports.mcp.backends import Backend, EmbeddedBackend
+from worker.transports.mcp.binding import CallerBinder
+from worker.transports.mcp.server import build_server
+from worker.transports.mcp.window import Window
 
 
 def window(

@@ -11,7 +11,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.data_paths import REPO_ROOT, UPSTREAM_TOOL_SCHEMAS
-from tests.mcp.conftest import mcp_argv, subprocess_env
+from tests.fixtures.mcp import mcp_argv, subprocess_env
 
 
 @contextlib.asynccontextmanager

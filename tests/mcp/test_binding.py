@@ -9,11 +9,11 @@ from pathlib import Path
 import mcp_types as types
 
 from tests.builders import BASE_TIME, header, user
-from tests.conftest import build_store
-from tests.mcp.conftest import CliReply, cli_call
+from tests.fixtures.mcp import CliReply, cli_call
+from tests.fixtures.stores import build_store
 from tests.mcp.inprocess import embedded, mcp_client, window
 from tests.mcp.test_transports import as_reply
-from worker.mcp.window import Window
+from worker.transports.mcp.window import Window
 
 
 def _workspaces(tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -10,11 +10,11 @@ import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tests.kafka.waiting import wait_until
-from tests.mcp.conftest import CALLER, CliReply
+from tests.fixtures.mcp import CALLER, CliReply
+from tests.fixtures.waiting import wait_until
 from tests.mcp.inprocess import embedded, mcp_client, window
 from tests.mcp.test_transports import as_reply
-from worker.mcp.extensions import TIMEOUT_META_KEY
+from worker.transports.mcp.extensions import TIMEOUT_META_KEY
 
 
 class _Records(logging.Handler):
@@ -44,7 +44,7 @@ async def test_a_cancelled_mcp_request_cancels_the_pipeline_call(corpus_data: Pa
     with mcp_log() as messages:
         async with mcp_client(backend, window(CALLER)) as client:
             # The caller's exclusive gate is taken: the search waits inside the pipeline.
-            async with backend.pipeline.gates.run(CALLER, exclusive=True):
+            async with backend.pipeline.admission.gates.run(CALLER, exclusive=True):
                 call = asyncio.create_task(client.call_tool("session_search", {"query": "PONG"}))
                 await wait_until(lambda: backend.running == 1, timeout=30, what="the call")
                 call.cancel()  # the SDK client sends notifications/cancelled
@@ -68,7 +68,7 @@ async def test_the_timeout_meta_is_the_deadline_and_progress_shows_it(corpus_dat
         progress.append((done, total))
 
     async with mcp_client(backend, window(CALLER)) as client:
-        async with backend.pipeline.gates.run(CALLER, exclusive=True):
+        async with backend.pipeline.admission.gates.run(CALLER, exclusive=True):
             call = asyncio.create_task(
                 client.call_tool(
                     "session_search",

@@ -14,8 +14,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.data_paths import REPO_ROOT
-from tests.mcp.conftest import CALLER, mcp_argv, subprocess_env
+from tests.fixtures.mcp import CALLER
+from tests.mcp.http_process import start_http
 
 EXIT_WITHIN_S = 5.0
 
@@ -24,27 +24,10 @@ EXIT_WITHIN_S = 5.0
 async def test_sigterm_stops_the_http_transport_without_a_traceback(
     client: str, corpus_data: Path
 ) -> None:
-    argv = mcp_argv(
-        "--transport", "http", "--listen", "127.0.0.1:0", "--data", str(corpus_data),
-        "--caller", CALLER,
-    )  # fmt: skip
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        env=subprocess_env(),
-        cwd=str(REPO_ROOT),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    args = ("--data", str(corpus_data), "--caller", CALLER)
+    proc, url = await start_http(*args)
     assert proc.stderr is not None
     try:
-        url = ""
-        async with asyncio.timeout(60):
-            while not url:
-                line = (await proc.stderr.readline()).decode()
-                assert line, f"sessionq mcp exited: {await proc.wait()}"
-                if line.startswith("sessionq mcp on "):
-                    url = line.removeprefix("sessionq mcp on ").strip()
         if client == "idle":
             proc.send_signal(signal.SIGTERM)
             started = time.monotonic()

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.mcp import CALLER, CASES, FOREIGN, CliReply
 from tests.kafka.harness import create_topics, running_worker, wait_assigned
-from tests.mcp.conftest import CALLER, CASES, FOREIGN, CliReply
 from tests.mcp.inprocess import embedded, mcp_client, window
 from tests.mcp.test_transports import as_reply
 from worker.authn.keyring import keyring_entry
 from worker.authn.tokens import CallerSigner, generate_key_pair
-from worker.kafka.client import call_once
-from worker.limits import ToolLimits
-from worker.mcp.backends import KafkaBackend
-from worker.mcp.binding import CallerBinder
+from worker.calls.limits import ToolLimits
+from worker.host.client import call_once
+from worker.transports.mcp.backends import KafkaBackend
+from worker.transports.mcp.binding import CallerBinder
 
 pytestmark = pytest.mark.kafka
 

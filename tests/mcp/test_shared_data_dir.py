@@ -21,8 +21,8 @@ from mcp import ClientSession
 
 from tests.builders import header, plain, user
 from tests.data_paths import REPO_ROOT
-from tests.kafka.waiting import wait_until
-from tests.mcp.conftest import subprocess_env
+from tests.fixtures.mcp import subprocess_env
+from tests.fixtures.waiting import wait_until
 from tests.mcp.stdio import stdio_session
 from worker.devtools.demo_corpus.layout import session_path
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import orjson
 
 from tests.data_paths import CORPUS_DIR
-from tests.importers.conftest import CC_LEGACY_PARENT, CC_MAIN, CLAUDE_PROJECTS
+from tests.fixtures.importers import CC_LEGACY_PARENT, CC_MAIN, CLAUDE_PROJECTS
 from tests.mcp.inprocess import embedded, mcp_client, window
 from tests.mcp.test_transports import as_reply
 from worker.cli.main import main
-from worker.mcp.extensions import SOURCE_AGENT_META_KEY
+from worker.transports.mcp.extensions import SOURCE_AGENT_META_KEY
 
 DSH_SHOP = CORPUS_DIR / "examples__acp-agent__bash-tool-turn__session.jsonl"
 

@@ -24,8 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.data_paths import CORPUS_DIR, REPO_ROOT, UPSTREAM_TOOL_SCHEMAS
-from tests.kafka.waiting import wait_until
-from tests.mcp.conftest import (
+from tests.fixtures.mcp import (
     CALLER,
     CASES,
     SIBLING,
@@ -34,10 +33,12 @@ from tests.mcp.conftest import (
     mcp_argv,
     subprocess_env,
 )
+from tests.fixtures.waiting import wait_until
+from tests.mcp.http_process import start_http
 from tests.mcp.stdio import stdio_session
 from tests.tool_names import unknown_tool_message
 from worker.cli.main import main
-from worker.mcp.http import MCP_PATH
+from worker.transports.mcp.http import MCP_PATH
 
 TOKEN = "s3cret-mcp-token"
 
@@ -91,24 +92,8 @@ async def test_stdio_over_watched_sessions_ingests_then_answers_the_same(
 @contextlib.asynccontextmanager
 async def http_server(*args: str, cwd: Path = REPO_ROOT) -> AsyncIterator[str]:
     """A ``sessionq mcp --transport http`` subprocess on a free port; yields its URL."""
-    argv = mcp_argv("--transport", "http", "--listen", "127.0.0.1:0", *args)
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        env=subprocess_env(),
-        cwd=str(cwd),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stderr is not None
+    proc, url = await start_http(*args, cwd=cwd)
     try:
-        url = ""
-        async with asyncio.timeout(60):
-            while not url:
-                line = (await proc.stderr.readline()).decode()
-                assert line, f"sessionq mcp exited: {await proc.wait()}"
-                if line.startswith("sessionq mcp on "):
-                    url = line.removeprefix("sessionq mcp on ").strip()
         assert url.endswith(MCP_PATH)
         yield url
     finally:

@@ -34,8 +34,8 @@ from tests.erasure_scan import data_files
 from tests.redaction.corpus import CALLER, LEAKY, STREAMED, secrets_log
 from tests.redaction.labelled import KINDS, Labelled
 from tests.redaction.test_recall import survives
-from worker.limits import ToolLimits
-from worker.pipeline import Pipeline
+from worker.calls.limits import ToolLimits
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 

@@ -22,18 +22,16 @@ import pytest
 
 from indexer.redact.policy import detector
 from indexer.redact.values import redact_value
-from tests.data_paths import DATA_DIR, REPO_ROOT
+from tests.data_paths import CORPUS_DIR, DATA_DIR, SHARED
 from worker.devtools.demo_corpus.writer import write_demo_corpus
 
-SHARED = REPO_ROOT.parent / "shared"
 REAL_LOGS = [
-    DATA_DIR / "dsh",
     DATA_DIR / "claude-code",
     DATA_DIR / "codex",
     DATA_DIR / "gemini",
     DATA_DIR / "opencode",
     DATA_DIR / "copilot",
-    SHARED / "corpus" / "dsh",
+    CORPUS_DIR,
     SHARED / "fixtures" / "real",
     SHARED / "relevance",
 ]
@@ -103,8 +101,7 @@ def test_every_real_log_is_read() -> None:
     assert SHARED.is_dir(), f"the project's shared folder is not beside the checkout: {SHARED}"
     for root in REAL_LOGS:
         assert root.is_dir(), root
-    assert len(list((DATA_DIR / "dsh").glob("*.jsonl"))) == 159
-    assert len(list((SHARED / "corpus" / "dsh").glob("*.jsonl"))) == 159
+    assert len(list(CORPUS_DIR.glob("*.jsonl"))) == 159
     assert len(list((SHARED / "relevance").rglob("*.aider.chat.history.md"))) >= 23
     assert len(list((SHARED / "fixtures" / "real").rglob("*.jsonl"))) >= 30
 

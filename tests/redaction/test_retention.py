@@ -19,9 +19,9 @@ import pytest
 from indexer.redact import Redaction, RedactMode
 from indexer.stats import store_stats
 from tests.erasure_scan import marker, scan
+from tests.fixtures.serve import eventually, running_embedded
 from tests.redaction.labelled import MAKERS
 from tests.redaction.test_end_to_end import stored_raw
-from tests.serve.conftest import eventually, running_embedded
 from tests.serve.test_admin_delete import DAY_MS, write_session
 
 REDACTED = b"[REDACTED:github-token]"

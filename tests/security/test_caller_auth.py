@@ -16,7 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.builders import header, user
-from tests.worker.conftest import HarnessFactory
+from tests.fixtures.tools import HarnessFactory
 from worker.authn import keyring as keyring_module
 from worker.authn.binding import Binding, envelope_digest
 from worker.authn.keyring import Keyring, KeyringError, keyring_entry
@@ -26,8 +26,9 @@ from worker.authn.tokens import (
     CallerSigner,
     generate_key_pair,
 )
+from worker.calls.pipeline import Pipeline
+from worker.calls.tool_call import ToolCall
 from worker.contract.errors import CALLER_UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE, HarnessError
-from worker.pipeline import Pipeline, ToolCall
 
 WS = "/home/dev/app"
 

@@ -4,25 +4,24 @@ requests whose host token vouches for this request, this caller and its workspac
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from tests.builders import header, user
+from tests.builders import header
+from tests.fixtures.kafka import KafkaCase
 from tests.kafka.harness import (
-    caught_up,
     create_topics,
+    publish_texts,
     running_indexer,
     running_worker,
     wait_assigned,
 )
-from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
-from tests.kafka.waiting import wait_until
+from tests.kafka.records import RawProducer, ReplyTap
 from worker.authn.keyring import keyring_entry
 from worker.authn.tokens import CallerSigner, generate_key_pair
 from worker.contract.errors import CALLER_UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE
-from worker.kafka.client import SessionqClient
+from worker.host.client import SessionqClient
 
 pytestmark = pytest.mark.kafka
 
@@ -39,12 +38,8 @@ def signer_for(tmp_path: Path, kid: str, workspaces: list[str]) -> tuple[CallerS
     )
 
 
-async def test_only_requests_a_host_key_vouches_for_are_answered(
-    kafka_bootstrap: str,
-    topic_factory: Callable[..., Awaitable[str]],
-    unique_name: Callable[[str], str],
-    tmp_path: Path,
-) -> None:
+async def test_only_requests_a_host_key_vouches_for_are_answered(kafka_case: KafkaCase) -> None:
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics = await create_topics(kafka_bootstrap, topic_factory, events=1, requests=2)
     kafka = topics.kafka()
     data = tmp_path / "data"
@@ -55,18 +50,8 @@ async def test_only_requests_a_host_key_vouches_for_are_answered(
         running_indexer(data, kafka, batch_ms=20),
         RawProducer(kafka_bootstrap) as producer,
     ):
-        for head, text in ((A, "alpha needle"), (B, "bravo needle"), (A2, "second needle")):
-            key = routing_key(head)
-            await producer.send_json(topics.events, header_record(head), key=key)
-            await producer.send_json(
-                topics.events, events_record(head["id"], [user(0, text)]), key=key
-            )
-        await wait_until(
-            lambda: caught_up(data, kafka_bootstrap, topics.events),
-            timeout=60,
-            what="the indexer to catch up",
-            interval=0.05,
-        )
+        sessions = ((A, "alpha needle"), (B, "bravo needle"), (A2, "second needle"))
+        await publish_texts(producer, topics, data, sessions)
         async with (
             running_worker(data, kafka, unique_name("group"), keyring=keyring) as worker,
             SessionqClient(kafka, signer=host_a) as signed,

@@ -14,7 +14,8 @@ from tests.security.test_cancels import WAIT_S, NeverIndexed, cancelled, in_flig
 from worker.authn.binding import Binding
 from worker.authn.keyring import Keyring
 from worker.authn.tokens import CallerAuthenticator, CallerSigner
-from worker.pipeline import Pipeline, ToolCall
+from worker.calls.pipeline import Pipeline
+from worker.calls.tool_call import ToolCall
 from worker.tools.access import Caller
 
 

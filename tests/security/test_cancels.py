@@ -1,5 +1,5 @@
 """Cancels cannot be used to grow the worker's memory or its replies, and reach every
-copy of a redelivered request (``worker.pipeline``: ``Pipeline.cancel``,
+copy of a redelivered request (``worker.calls.pipeline``: ``Pipeline.cancel``,
 ``bounded_reason``, ``EarlyCancels``). No broker: the pipeline alone."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from worker.cancels import (
+from worker.calls.cancels import (
     CANCEL_REASON_MAX_BYTES,
     EARLY_CANCEL_BYTES,
     EARLY_CANCELS,
@@ -18,8 +18,9 @@ from worker.cancels import (
     EarlyCancels,
     bounded_reason,
 )
+from worker.calls.pipeline import Pipeline
+from worker.calls.tool_call import ToolCall
 from worker.contract.outcome import ToolReply
-from worker.pipeline import Pipeline, ToolCall
 from worker.tools.access import Caller
 
 WAIT_S = 5.0

@@ -8,9 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +19,10 @@ import aiohttp
 import pytest
 from yarl import URL
 
-from tests.serve.conftest import DEMO_SESSIONS, running_embedded
+from tests.fixtures.processes import sessionq
+from tests.fixtures.serve import DEMO_SESSIONS, running_embedded
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
-from worker.http.api import MAX_BODY_BYTES
+from worker.transports.http.api import MAX_BODY_BYTES
 from worker.webguard.token import TokenFileError, is_loopback, load_token
 
 REPO = Path(__file__).resolve().parents[2]
@@ -159,7 +158,7 @@ async def test_the_token_is_in_no_response_and_no_log(
 async def test_the_console_files_are_open_and_hold_no_data(guarded: Server) -> None:
     """A browser loads the page's scripts without its bearer token: they are open, and
     they are the package's static files (no session data, no token)."""
-    from worker.http.console_page import ASSETS
+    from worker.transports.http.console_page import ASSETS
 
     for name in ASSETS:
         status, headers, text = await send(guarded, "GET", f"/console/{name}", None, {})
@@ -299,29 +298,10 @@ def test_token_files(tmp_path: Path) -> None:
 def run_serve(
     tmp_path: Path, *args: str, env_extra: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQ_")}
-    env.update(env_extra or {})
     sessions = tmp_path / "logs"
     sessions.mkdir(exist_ok=True)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "worker",
-            "serve",
-            "--sessions",
-            str(sessions),
-            "--data",
-            str(tmp_path / "data"),
-            *args,
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    data = tmp_path / "data"
+    return sessionq("serve", "--sessions", sessions, "--data", data, *args, env=env_extra)
 
 
 @pytest.mark.parametrize("listen", ["0.0.0.0:0", "[::]:0", "10.1.2.3:8765", "example.com:80"])
@@ -422,7 +402,9 @@ async def test_sessions_masks_a_foreign_parent_as_the_tools_do(tmp_path: Path) -
 
     root = tmp_path / "root"
     for sid, cwd, parent in (
-        ("parent-x", "/ws/a", None), ("child-y", "/ws/b", "parent-x"), ("sib-z", "/ws/b", "child-y")
+        ("parent-x", "/ws/a", None),
+        ("child-y", "/ws/b", "parent-x"),
+        ("sib-z", "/ws/b", "child-y"),
     ):
         head = header(sid, cwd=cwd, parent=parent)
         write_log(root / session_path(cwd, sid), head, [user(0, "needle")])
@@ -430,9 +412,7 @@ async def test_sessions_masks_a_foreign_parent_as_the_tools_do(tmp_path: Path) -
         async with http.get(f"{base}/v1/sessions?caller=sib-z") as resp:
             assert resp.status == 200
             listed = {s["id"]: s for s in await resp.json()}
-        reply = await embedded.pipeline.call(
-            "session_search", {"query": "needle"}, Caller("sib-z")
-        )
+        reply = await embedded.pipeline.call("session_search", {"query": "needle"}, Caller("sib-z"))
     assert "Parent: [outside workspace]" in (reply.output or ""), reply.output
     assert listed["child-y"]["parent"] == "[outside workspace]"
     assert listed["sib-z"]["parent"] == "child-y"  # a parent in the workspace is named
@@ -481,8 +461,8 @@ async def test_callers_and_the_console_files_follow_the_rebinding_rule(
 
 
 async def test_configured_names_are_answered_too(demo: DemoSummary, tmp_path: Path) -> None:
-    from tests.serve.conftest import embedded_service
-    from worker.http.api import HttpApi
+    from tests.fixtures.serve import embedded_service
+    from worker.transports.http.api import HttpApi
     from worker.webguard.origin import allowed_names
 
     embedded = embedded_service(demo.root, tmp_path / "data")
@@ -496,7 +476,7 @@ async def test_configured_names_are_answered_too(demo: DemoSummary, tmp_path: Pa
                 ) as resp:
                     assert resp.status == status, host
     finally:
-        await runner.cleanup()
+        await runner.close()
         embedded.close()
 
 

@@ -27,7 +27,8 @@ import pytest
 
 from indexer.store.layout import INDEX_DIR_NAME, sqlite_path
 from indexer.store.tables.connection import connect
-from tests.data_paths import CLAUDE_CODE_DIR, REPO_ROOT
+from tests.data_paths import CLAUDE_CODE_DIR
+from tests.fixtures.processes import clean_env, run
 
 LOGS: Final = CLAUDE_CODE_DIR / "projects"
 OTHER_UID: Final = 65534  # nobody
@@ -35,17 +36,8 @@ OTHER_UID: Final = 65534  # nobody
 
 def sessionq(*args: Path | str, umask: int = 0o022) -> None:
     """``python -m worker ARGS`` with the given umask; it must succeed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONQ_", "AWS_"))}
-    done = subprocess.run(
-        [sys.executable, "-m", "worker", *map(str, args)],
-        cwd=REPO_ROOT,
-        env=env,
-        umask=umask,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    env = clean_env(drop=("SESSIONQ_", "AWS_"))
+    done = run([sys.executable, "-m", "worker", *args], env=env, umask=umask)
     assert done.returncode == 0, done.stderr
 
 

@@ -13,27 +13,26 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from tests.builders import header, user
+from tests.builders import header
 from tests.data_paths import REPO_ROOT
+from tests.fixtures.kafka import KafkaCase
+from tests.fixtures.mcp import subprocess_env
 from tests.kafka.harness import (
     Topics,
-    caught_up,
     create_topics,
+    publish_texts,
     running_indexer,
     running_worker,
     wait_assigned,
 )
-from tests.kafka.records import RawProducer, events_record, header_record, routing_key
-from tests.kafka.waiting import wait_until
-from tests.mcp.conftest import subprocess_env
+from tests.kafka.records import RawProducer
 from worker.authn.tokens import CallerSigner
 from worker.contract.errors import CALLER_UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE
-from worker.kafka.preflight import UNSIGNED, caller_warnings, refusal_hint
+from worker.host.preflight import UNSIGNED, caller_warnings, refusal_hint
 
 A = header("hint-a", cwd="/work/a")
 B = header("hint-b", cwd="/work/b")
@@ -80,12 +79,8 @@ def refused_with(done: subprocess.CompletedProcess[str], cause: str) -> list[str
 
 
 @pytest.mark.kafka
-async def test_a_refused_cli_call_names_its_likely_cause(
-    kafka_bootstrap: str,
-    topic_factory: Callable[..., Awaitable[str]],
-    unique_name: Callable[[str], str],
-    tmp_path: Path,
-) -> None:
+async def test_a_refused_cli_call_names_its_likely_cause(kafka_case: KafkaCase) -> None:
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics = await create_topics(kafka_bootstrap, topic_factory, events=1, requests=2)
     kafka = topics.kafka()
     data, keys, keyring = tmp_path / "data", tmp_path / "keys", tmp_path / "keyring.json"
@@ -96,18 +91,8 @@ async def test_a_refused_cli_call_names_its_likely_cause(
         running_indexer(data, kafka, batch_ms=20),
         RawProducer(kafka_bootstrap) as producer,
     ):
-        for head, text in ((A, "alpha needle"), (B, "bravo needle"), (A2, "second needle")):
-            key = routing_key(head)
-            await producer.send_json(topics.events, header_record(head), key=key)
-            await producer.send_json(
-                topics.events, events_record(head["id"], [user(0, text)]), key=key
-            )
-        await wait_until(
-            lambda: caught_up(data, kafka_bootstrap, topics.events),
-            timeout=60,
-            what="the indexer to catch up",
-            interval=0.05,
-        )
+        sessions = ((A, "alpha needle"), (B, "bravo needle"), (A2, "second needle"))
+        await publish_texts(producer, topics, data, sessions)
         async with running_worker(data, kafka, unique_name("group"), keyring=keyring) as worker:
             await wait_assigned(worker, 2)
 

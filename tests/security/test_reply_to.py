@@ -1,4 +1,4 @@
-"""``reply_to`` is an allow-list, not an open relay (``worker.kafka.worker``
+"""``reply_to`` is an allow-list, not an open relay (``worker.transports.kafka.worker``
 ``reply_topic_refusal``): a request may name only the replies topic or a topic matching
 the worker's ``reply_topics`` patterns. Anything else — sessionq's own topics, Kafka's
 internal ones, any unlisted topic — is dead-lettered without any work and without a
@@ -6,7 +6,6 @@ single record produced to it, and its offset is committed like any answered requ
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,21 +13,17 @@ import pytest
 
 from indexer.errors import REPLY_TOPIC_REFUSED
 from indexer.settings import KafkaSettings
-from tests.builders import header, plain, user
-from tests.kafka.fixtures import TopicFactory, UniqueName
-from tests.kafka.harness import Stack, end_offsets, read_topic, stack_with_session
+from tests.builders import first_step, header
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.waiting import wait_until
+from tests.kafka.harness import Stack, end_offsets, read_topic, session_stack
 from tests.kafka.records import dead_letters, request_record
-from tests.kafka.waiting import wait_until
-from worker.kafka.reply_topics import reply_topic_refusal
 from worker.settings import REPLY_TOPIC_PATTERNS, WorkerSettings
+from worker.transports.kafka.reply_topics import reply_topic_refusal
 
 WS = "/security/reply-to"
 C = header("sess-c", cwd=WS)
-C_EVENTS = [
-    plain(0, "turn/start", {"turn": 1}),
-    user(1, "where do replies go"),
-    plain(2, "step/start", {"turn": 1, "step": 1}),
-]
+C_EVENTS = first_step("where do replies go")
 
 
 def worker_settings(**kafka: str) -> WorkerSettings:
@@ -98,17 +93,7 @@ def test_the_env_variable_is_a_pathsep_list(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 # ---- over a real broker --------------------------------------------------------------------------
-@pytest.fixture
-async def stack(
-    kafka_bootstrap: str,
-    topic_factory: TopicFactory,
-    unique_name: UniqueName,
-    tmp_path: Path,
-) -> AsyncIterator[Stack]:
-    async with stack_with_session(
-        kafka_bootstrap, topic_factory, unique_name("group"), tmp_path / "data", C, C_EVENTS
-    ) as s:
-        yield s
+stack = session_stack(C, C_EVENTS)
 
 
 @pytest.mark.kafka

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from tests.builders import header, user
+from tests.fixtures.kafka import KafkaCase
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     caught_up,
     committed_offsets,
@@ -25,11 +27,10 @@ from tests.kafka.harness import (
     wait_assigned,
 )
 from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
-from tests.kafka.waiting import wait_until
 from worker.authn.keyring import keyring_entry
 from worker.authn.tokens import CallerSigner, generate_key_pair
 from worker.contract.errors import CALLER_UNAUTHENTICATED
-from worker.kafka.client import SessionqClient
+from worker.host.client import SessionqClient
 
 pytestmark = pytest.mark.kafka
 
@@ -69,12 +70,8 @@ async def setup(
     return topics, data, keyring, good, hostile
 
 
-async def test_a_captured_token_answers_only_its_identical_request(
-    kafka_bootstrap: str,
-    topic_factory: Callable[..., Awaitable[str]],
-    unique_name: Callable[[str], str],
-    tmp_path: Path,
-) -> None:
+async def test_a_captured_token_answers_only_its_identical_request(kafka_case: KafkaCase) -> None:
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics, data, keyring, good, _ = await setup(kafka_bootstrap, topic_factory, tmp_path)
     thief_topic = await topic_factory(name=f"{topics.replies}.thief")
     kafka = topics.kafka()
@@ -113,17 +110,13 @@ async def test_a_captured_token_answers_only_its_identical_request(
         assert all(r.ok for r in victim_tap.by_id()["victim-1"])
 
 
-async def test_one_hosts_backlog_delays_only_itself(
-    kafka_bootstrap: str,
-    topic_factory: Callable[..., Awaitable[str]],
-    unique_name: Callable[[str], str],
-    tmp_path: Path,
-) -> None:
+async def test_one_hosts_backlog_delays_only_itself(kafka_case: KafkaCase) -> None:
     """The hostile host (its key covers only /work/bad) floods validly signed requests for
     callers that do not exist, plus 50 byte-identical replays of one of them; the good
     host's call is answered meanwhile. Every hostile record is resolved (beyond its
     share at once, ``SESSION_QUERY_BUSY``), the replays get no reply of their own, and
     the committed offsets reach the end."""
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics, data, keyring, good, hostile = await setup(kafka_bootstrap, topic_factory, tmp_path)
     kafka = topics.kafka()
     records = []
@@ -156,7 +149,7 @@ async def test_one_hosts_backlog_delays_only_itself(
         codes = [replies[i].error.code for i in flood_ids if replies[i].error is not None]
         assert len(codes) == FLOOD
         busy = codes.count("SESSION_QUERY_BUSY")
-        assert busy >= FLOOD - worker.settings.max_admitted_per_host, codes[:5]
+        assert busy >= FLOOD - worker.settings.admitted_per_host, codes[:5]
         assert set(codes) <= {"SESSION_QUERY_BUSY", "TOOL_TIMEOUT"}
         assert len(tap.by_id()["flood-0"]) == 1  # its 50 replays joined it
         ends = await end_offsets(kafka_bootstrap, topics.requests)
@@ -172,12 +165,9 @@ async def _committed_to(bootstrap: str, group: str, topic: str, ends: dict[int, 
 
 
 async def test_missing_reply_topics_are_dead_lettered_at_once(
-    kafka_bootstrap: str,
-    topic_factory: Callable[..., Awaitable[str]],
-    unique_name: Callable[[str], str],
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
+    kafka_case: KafkaCase, caplog: pytest.LogCaptureFixture
 ) -> None:
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics, data, keyring, good, _ = await setup(kafka_bootstrap, topic_factory, tmp_path)
     kafka = topics.kafka()
     caplog.set_level(logging.INFO, logger="sessionq")
@@ -217,15 +207,12 @@ async def test_missing_reply_topics_are_dead_lettered_at_once(
 
 
 async def test_a_flood_of_distinct_missing_reply_topics_logs_one_line(
-    kafka_bootstrap: str,
-    topic_factory: Callable[..., Awaitable[str]],
-    unique_name: Callable[[str], str],
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
+    kafka_case: KafkaCase, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The warning is rate-limited for the whole worker, not per topic name: 3,000
     records naming 3,000 different missing topics log one line (within a minute), and
     each record is still dead-lettered and counted."""
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     flood = 3_000
     topics, data, keyring, _, _ = await setup(kafka_bootstrap, topic_factory, tmp_path)
     kafka = topics.kafka()

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from indexer.errors import KafkaAccessError
-from indexer.kafka.group import GroupSource
 from indexer.query.service import StoreQueryService
+from tests.fixtures.processes import sessionq
+from tests.fixtures.waiting import wait_until
 from tests.kafka.broker import BrokerStartError
 from tests.kafka.harness import (
     ingest_reference,
@@ -37,11 +36,11 @@ from tests.kafka.secured import (
     start_secured_broker,
 )
 from tests.kafka.test_e2e import CALLS
-from tests.kafka.waiting import wait_until
 from worker.authn.keyring import keyring_entry
 from worker.authn.tokens import CallerSigner, generate_key_pair
-from worker.kafka.client import SessionqClient
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
+from worker.host.client import SessionqClient
+from worker.transports.kafka.group import GroupSource
 
 pytestmark = pytest.mark.kafka
 
@@ -77,22 +76,6 @@ def topic_env(**overrides: str) -> dict[str, str]:
     }
     env.update(overrides)
     return env
-
-
-def sessionq(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m worker ARGS`` to completion (bounded), output captured."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQ_")}
-    full.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "worker", *args],
-        cwd=REPO_ROOT,
-        env=full,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def fails_with(result: subprocess.CompletedProcess[str], command: str, *words: str) -> str:

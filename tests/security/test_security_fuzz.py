@@ -17,7 +17,6 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,8 @@ import jwt
 import pytest
 
 from tests.builders import header, user
+from tests.fixtures.kafka import KafkaCase
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     caught_up,
     create_topics,
@@ -35,12 +36,11 @@ from tests.kafka.harness import (
     wait_assigned,
 )
 from tests.kafka.records import RawProducer, ReplyTap, events_record, header_record, routing_key
-from tests.kafka.waiting import wait_until
 from worker.authn.binding import envelope_digest
 from worker.authn.keyring import keyring_entry
 from worker.authn.tokens import MAX_LIFETIME_S, CallerSigner, generate_key_pair
+from worker.calls.limits import ToolLimits
 from worker.contract.errors import CALLER_UNAUTHENTICATED
-from worker.limits import ToolLimits
 
 pytestmark = pytest.mark.kafka
 
@@ -60,12 +60,8 @@ def make_signer(tmp_path: Path, kid: str, workspaces: list[str]) -> tuple[Caller
     )
 
 
-async def test_security_fuzz_over_kafka(
-    kafka_bootstrap: str,
-    topic_factory: Callable[..., Awaitable[str]],
-    unique_name: Callable[[str], str],
-    tmp_path: Path,
-) -> None:
+async def test_security_fuzz_over_kafka(kafka_case: KafkaCase) -> None:
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     rng = random.Random(9)
     topics = await create_topics(kafka_bootstrap, topic_factory, events=1, requests=2)
     kafka = topics.kafka()

@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from .conftest import eventually
+from tests.fixtures.serve import eventually
 
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 START_TIMEOUT = 30.0
@@ -237,3 +237,44 @@ async def screenshot(page: DevTools, path: Path, width: int = 1280, height: int 
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     path.write_bytes(png)
     return png
+
+
+KEYS = {
+    "Enter": ("Enter", 13, "\r"),
+    "Escape": ("Escape", 27, ""),
+    "ArrowDown": ("ArrowDown", 40, ""),
+    "ArrowUp": ("ArrowUp", 38, ""),
+    "k": ("KeyK", 75, "k"),
+    "/": ("Slash", 191, "/"),
+}
+CTRL = 2
+
+
+async def press(page: DevTools, key: str, modifiers: int = 0) -> None:
+    """A trusted key press (``Input.dispatchKeyEvent``), as a keyboard makes it."""
+    code, vk, text = KEYS[key]
+    down: dict[str, Any] = {
+        "type": "keyDown" if text and not modifiers else "rawKeyDown",
+        "key": key,
+        "code": code,
+        "windowsVirtualKeyCode": vk,
+        "modifiers": modifiers,
+    }
+    if text and not modifiers:
+        down["text"] = text
+    await page.send("Input.dispatchKeyEvent", down)
+    await page.send(
+        "Input.dispatchKeyEvent",
+        {
+            "type": "keyUp",
+            "key": key,
+            "code": code,
+            "windowsVirtualKeyCode": vk,
+            "modifiers": modifiers,
+        },
+    )
+
+
+async def type_text(page: DevTools, text: str) -> None:
+    """Text typed into the focused field (``Input.insertText``: one input event)."""
+    await page.send("Input.insertText", {"text": text})

@@ -15,10 +15,10 @@ import pytest
 
 from tests.builders import header, user
 from tests.erasure_scan import marker, scan
-from tests.serve.conftest import eventually, running_embedded
+from tests.fixtures.serve import eventually, running_embedded
 from worker.cli.main import main
 from worker.devtools.demo_corpus.layout import session_path
-from worker.http.admin import DELETE_PATH
+from worker.transports.http.admin import DELETE_PATH
 
 TOKEN = "admin-token-for-tests"
 DAY_MS = 24 * 3600 * 1000

@@ -22,16 +22,15 @@ from indexer.model.records import HeaderRecord, LifecycleRecord
 from indexer.query.service import StoreQueryService
 from indexer.store.records.store import Store
 from tests.builders import BASE_TIME, header
+from tests.fixtures.serve import Served, call_body, running_embedded
 from worker.devtools.demo_corpus import DemoSummary, print_examples
 from worker.devtools.demo_corpus.summary import SUMMARY_FILE
-from worker.http.api import HttpApi
-from worker.http.console_api import MAX_CALLERS
-from worker.http.console_page import ASSETS, CONTENT_SECURITY_POLICY
 from worker.local_service import LocalService
+from worker.transports.http.api import HttpApi
+from worker.transports.http.console_api import MAX_CALLERS
+from worker.transports.http.console_page import ASSETS, CONTENT_SECURITY_POLICY
 
-from .conftest import Served, call_body, running_embedded
-
-CONSOLE = Path(__file__).resolve().parents[2] / "worker" / "http" / "console"
+CONSOLE = Path(__file__).resolve().parents[2] / "worker" / "transports" / "http" / "console"
 MINUTE = 60_000
 
 
@@ -65,7 +64,7 @@ async def api_over(data: Path) -> AsyncIterator[tuple[str, aiohttp.ClientSession
         async with aiohttp.ClientSession() as http:
             yield f"http://127.0.0.1:{port}", http
     finally:
-        await runner.cleanup()
+        await runner.close()
         await local.stop()
         local.close()
 
@@ -120,8 +119,9 @@ async def test_callers_put_live_main_sessions_first(tmp_path: Path) -> None:
     }
     sub = next(c for c in body["callers"] if c["id"] == "sub-closed")
     assert sub["subagent"] is True and sub["live"] is False
-    # One order for the page's default and for sessionq mcp's discovery (worker.mcp.binding).
-    from worker.mcp.binding import newest_in
+    # One order for the page's default and for sessionq mcp's discovery
+    # (worker.transports.mcp.binding).
+    from worker.transports.mcp.binding import newest_in
 
     service = StoreQueryService(data)
     try:

@@ -6,11 +6,14 @@ the playground's default query finds sessions; and text from a hostile log stays
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from tests.builders import BASE_TIME, header, title, user
+from tests.fixtures.serve import Served, call_body, eventually, running_embedded
 from tests.indexer.test_record_path import write_log
 from worker.devtools.demo_corpus import DemoSummary
 from worker.devtools.demo_corpus.layout import session_path
@@ -26,7 +29,6 @@ from .chromium import (
     wait_answer,
     wait_js,
 )
-from .conftest import Served, call_body, eventually, running_embedded
 
 
 def newest_main(demo: DemoSummary) -> Any:
@@ -120,9 +122,7 @@ async def test_console_opens_on_the_default_caller_and_browses(
         assert f"Target event seq {n + 2}:" in events
         assert await page.js("location.hash") == f"#/s/{parent.id}/e/{n + 2}"
         await set_value(page, "event-window", "2", "change")
-        _, events = await wait_answer(
-            page, "events-output", what="±2", seq=str(n + 2), window="2"
-        )
+        _, events = await wait_answer(page, "events-output", what="±2", seq=str(n + 2), window="2")
         window = {"session_id": parent.id, "seq": n + 2, "before": 2, "after": 2}
         assert events == await text_of(served, "session_event_read", window, caller.id)
         # Later ▶: the next window starts right after this one.
@@ -242,7 +242,9 @@ def hostile_root(root: Path) -> None:
         write_log(root / session_path(HOSTILE_CWD, sid), head, events)
 
 
-async def test_console_renders_hostile_log_text_inert(tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def hostile_console(tmp_path: Path) -> AsyncIterator[DevTools]:
+    """The console over ``hostile_root``'s logs, opened as ``me``."""
     chromium_binary()
     hostile_root(tmp_path / "root")
     async with (
@@ -250,6 +252,11 @@ async def test_console_renders_hostile_log_text_inert(tmp_path: Path) -> None:
         chromium(f"{base}/", tmp_path / "profile") as page,
     ):
         await opened(page, "me")
+        yield page
+
+
+async def test_console_renders_hostile_log_text_inert(tmp_path: Path) -> None:
+    async with hostile_console(tmp_path) as page:
         await click(page, "#session-list a.session[data-id='victim']")
         _, trace = await wait_answer(page, "trace-output", what="trace", session="victim")
         assert f"- {HOSTILE_ID} — " in trace
@@ -272,9 +279,7 @@ async def test_console_renders_hostile_log_text_inert(tmp_path: Path) -> None:
         assert await page.js("typeof window.__pwned") == "undefined"
         assert await page.js("document.querySelectorAll('img, b, #bold').length") == 0
         assert await page.js("document.scripts.length") == 1  # the console's own module
-        assert HOSTILE_TITLE in await page.js(
-            "document.getElementById('session-list').textContent"
-        )
+        assert HOSTILE_TITLE in await page.js("document.getElementById('session-list').textContent")
         assert HOSTILE_CWD in await page.js("document.getElementById('workspace').textContent")
 
 
@@ -435,3 +440,16 @@ async def test_links_follow_the_tool_formats(served: Served, tmp_path: Path) -> 
             for session, seq, shown, href in got["links"]:
                 assert shown in (session, f"seq {seq}", str(seq)), (tool, shown)
                 assert href == f"#/s/{session}" + ("" if seq is None else f"/e/{seq}")
+
+
+async def test_a_session_shown_twice_at_once_still_gets_its_lineage(tmp_path: Path) -> None:
+    """Two routes to the same session before its lineage answered (a hash change while the
+    first route ran: a click racing the page's own start) must not drop that answer: the
+    second route asks nothing new, so the first answer is the one to show."""
+    async with hostile_console(tmp_path) as page:
+        await page.js(
+            "location.hash = '#/s/victim';"
+            " window.dispatchEvent(new HashChangeEvent('hashchange')); true"
+        )
+        _, trace = await wait_answer(page, "trace-output", what="trace", session="victim")
+        assert f"- {HOSTILE_ID} — " in trace

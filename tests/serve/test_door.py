@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.data_paths import REPO_ROOT
-from tests.mcp.conftest import subprocess_env
+from tests.fixtures.mcp import subprocess_env
+from tests.fixtures.processes import run
 from worker.devtools.demo_corpus import write_demo_corpus
 
 STOP_WITHIN_S = 5.0
@@ -24,14 +25,7 @@ ANY_PORT = "127.0.0.1:0"
 
 
 def sessionq(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker", *args],
-        cwd=REPO_ROOT,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run([sys.executable, "-m", "worker", *args], env=subprocess_env(), timeout=timeout)
 
 
 def one_line(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -77,8 +71,15 @@ def test_a_busy_port_is_one_line_before_any_work(tmp_path: Path, busy_port: int)
     )
     one_line(
         sessionq(
-            "mcp", "--transport", "http", "--listen", listen,
-            "--sessions", str(demo), "--data", str(data),
+            "mcp",
+            "--transport",
+            "http",
+            "--listen",
+            listen,
+            "--sessions",
+            str(demo),
+            "--data",
+            str(data),
         ),
         f"--listen {listen}: the address is already in use",
     )
@@ -106,8 +107,16 @@ def test_an_unusable_data_dir_is_one_line(tmp_path: Path) -> None:
 def _serve(demo: Path, data: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
-            sys.executable, "-m", "worker", "serve", "--sessions", str(demo),
-            "--data", str(data), "--listen", "127.0.0.1:0",
+            sys.executable,
+            "-m",
+            "worker",
+            "serve",
+            "--sessions",
+            str(demo),
+            "--data",
+            str(data),
+            "--listen",
+            "127.0.0.1:0",
         ],
         cwd=REPO_ROOT,
         env=subprocess_env(),
@@ -172,8 +181,16 @@ def test_sigterm_stops_an_mcp_stdio_server(tmp_path: Path) -> None:
     demo = write_demo_corpus(tmp_path / "demo", 8, seed=3).root
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "worker", "mcp", "--sessions", str(demo),
-            "--data", str(tmp_path / "data"), "--caller", "anyone",
+            sys.executable,
+            "-m",
+            "worker",
+            "mcp",
+            "--sessions",
+            str(demo),
+            "--data",
+            str(tmp_path / "data"),
+            "--caller",
+            "anyone",
         ],
         cwd=REPO_ROOT,
         env=subprocess_env(),

@@ -11,10 +11,9 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
+from tests.fixtures.serve import Served, call_body, embedded_service
 from worker.devtools.demo_corpus import DemoSummary, example_calls
-from worker.http.api import HttpApi
-
-from .conftest import Served, call_body, embedded_service
+from worker.transports.http.api import HttpApi
 
 
 def ids(demo: DemoSummary) -> dict[str, str]:
@@ -143,7 +142,7 @@ async def test_readyz_turns_200_after_the_first_pass(demo: DemoSummary, tmp_path
                 assert resp.status == 200
                 assert (await resp.json()) == {"ready": True}
     finally:
-        await runner.cleanup()
+        await runner.close()
         await local.stop()
         local.close()
 

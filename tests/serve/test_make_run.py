@@ -23,6 +23,8 @@ from typing import IO, Any
 
 import pytest
 
+from tests.fixtures.processes import clean_copy, run
+
 REPO = Path(__file__).resolve().parents[2]
 VENV = Path(sys.executable).parent.parent  # the venv running the tests
 START_TIMEOUT = 90.0
@@ -35,27 +37,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-def clean_copy(dest: Path) -> Path:
-    """The repository's tracked and unignored files, without any local state."""
-    listed = (
-        subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=REPO,
-            check=True,
-            capture_output=True,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for rel in filter(None, listed):
-        src = REPO / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    assert not (dest / ".sessionq").exists()
-    return dest
 
 
 def pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
@@ -99,6 +80,29 @@ def run_curl(command: str) -> dict[str, Any]:
         return reply
 
 
+def start_run(
+    clone: Path, port: int, *args: str, stderr: Any = subprocess.DEVNULL
+) -> tuple[subprocess.Popen[str], queue.Queue[str | None]]:
+    """``scripts/run.sh ARGS`` in the clone on ``port``, as ``make run`` starts it (its own
+    process group, no SESSIONS), and a queue its stdout lines arrive on."""
+    env = {**os.environ, "SESSIONQ_LISTEN": f"127.0.0.1:{port}", "VENV": str(VENV)}
+    env.pop("SESSIONQ_SESSIONS", None)
+    proc = subprocess.Popen(
+        ["bash", "scripts/run.sh", *args],
+        cwd=clone,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=pump, args=(proc.stdout, lines), daemon=True).start()
+    return proc, lines
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -116,22 +120,8 @@ def clone(tmp_path: Path) -> Iterator[Path]:
 
 def test_run_sh_serves_the_demo_and_prints_working_calls(clone: Path, tmp_path: Path) -> None:
     port = free_port()
-    env = {**os.environ, "SESSIONQ_LISTEN": f"127.0.0.1:{port}", "VENV": str(VENV)}
-    env.pop("SESSIONQ_SESSIONS", None)
     stderr = (tmp_path / "stderr.txt").open("w")
-    proc = subprocess.Popen(
-        ["bash", "scripts/run.sh", "", str(tmp_path / "data")],
-        cwd=clone,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=pump, args=(proc.stdout, lines), daemon=True).start()
+    proc, lines = start_run(clone, port, "", str(tmp_path / "data"), stderr=stderr)
     try:
         output = read_until(lines, "(Ctrl-C stops the server)", START_TIMEOUT)
         assert any(line.startswith("wrote 24 demo sessions") for line in output)
@@ -167,15 +157,7 @@ def test_run_sh_on_a_busy_port_says_so_in_make_s_words(clone: Path) -> None:
         held.listen()
         port = held.getsockname()[1]
         env = {**os.environ, "SESSIONQ_LISTEN": f"127.0.0.1:{port}", "VENV": str(VENV)}
-        done = subprocess.run(
-            ["bash", "scripts/run.sh"],
-            cwd=clone,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = run(["bash", "scripts/run.sh"], cwd=clone, env=env, timeout=60)
     assert done.returncode == 2, done
     assert done.stderr.splitlines() == [
         f"run.sh: cannot listen on 127.0.0.1:{port} (Address already in use): pick another"
@@ -188,22 +170,7 @@ def test_the_demo_keeps_its_store_apart_from_a_user_s(clone: Path) -> None:
     """``make run`` with no SESSIONS stores the demo in ``.sessionq/demo-data``, so a later
     ``make run SESSIONS=...`` (``.sessionq/data``) never serves demo sessions beside the
     user's."""
-    port = free_port()
-    env = {**os.environ, "SESSIONQ_LISTEN": f"127.0.0.1:{port}", "VENV": str(VENV)}
-    env.pop("SESSIONQ_SESSIONS", None)
-    proc = subprocess.Popen(
-        ["bash", "scripts/run.sh"],
-        cwd=clone,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=pump, args=(proc.stdout, lines), daemon=True).start()
+    proc, lines = start_run(clone, free_port())
     try:
         read_until(lines, "(Ctrl-C stops the server)", START_TIMEOUT)
         assert (clone / ".sessionq" / "demo-data").is_dir()

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,11 @@ import pytest
 from indexer.query.service import StoreQueryService
 from tests.builders import user
 from tests.data_paths import REPO_ROOT
-from tests.mcp.conftest import subprocess_env
+from tests.fixtures.mcp import subprocess_env
+from tests.fixtures.processes import run
+from tests.fixtures.waiting import wait_for
+from worker.calls.pipeline import Pipeline
 from worker.devtools.demo_corpus import DemoSummary, write_demo_corpus
-from worker.pipeline import Pipeline
 from worker.tools.access import Caller
 
 DEADLINE_S = 120.0
@@ -35,15 +36,7 @@ READY = re.compile(r"^ready: .*; console (http://127\.0\.0\.1:\d+)/$", re.M)
 
 
 def sessionq(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker", *args],
-        cwd=REPO_ROOT,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S,
-        check=False,
-    )
+    return run([sys.executable, "-m", "worker", *args], env=subprocess_env(), timeout=DEADLINE_S)
 
 
 def ok(*args: str) -> str:
@@ -56,17 +49,6 @@ def ok(*args: str) -> str:
 def stats(data: Path) -> dict[str, Any]:
     got: dict[str, Any] = orjson.loads(ok("stats", "--data", str(data), "--json"))
     return got
-
-
-def wait_for(probe: Any, what: str) -> Any:
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
-        got = probe()
-        if got:
-            return got
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {DEADLINE_S:.0f} s: {what}")
-        time.sleep(0.05)
 
 
 class Appender:

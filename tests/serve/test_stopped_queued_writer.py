@@ -14,30 +14,19 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from indexer.store.lease import WriterLease
 from tests.data_paths import CORPUS_DIR, REPO_ROOT
-from tests.mcp.conftest import subprocess_env
+from tests.fixtures.mcp import subprocess_env
+from tests.fixtures.waiting import wait_for
 
 DEADLINE_S = 120.0
 INGESTED = "examples__acp-agent__text-turn__session.jsonl"
 WATCHED = "examples__acp-agent__todo-write__session.jsonl"
 SERVING = re.compile(r"serving on (http://127\.0\.0\.1:\d+)")
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = DEADLINE_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = condition()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout} s: {what}")
 
 
 def status(base: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import aiohttp
 
 from tests.data_dirs import unstartable_data_dir
 from tests.data_paths import CORPUS_DIR
-from tests.serve.conftest import call_body, embedded_service, eventually, running_embedded
-from worker.http.api import HttpApi
+from tests.fixtures.serve import call_body, embedded_service, eventually, running_embedded
+from worker.transports.http.api import HttpApi
 
 LOG = CORPUS_DIR / "examples__acp-agent__bash-tool-turn__session.jsonl"
 CALLER = "e128dda9-ed11-4868-8266-0ef90d03c3d6"  # the log's own id
@@ -46,7 +46,7 @@ async def test_every_call_says_why_the_store_cannot_start(tmp_path: Path) -> Non
                 assert reply["error"]["code"] == "SESSION_QUERY_TOOL_FAILED"
                 assert reply["error"]["message"] == f"the session store cannot start: {cause}"
     finally:
-        await runner.cleanup()
+        await runner.close()
         await local.stop()
         local.close()
 

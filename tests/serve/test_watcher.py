@@ -10,9 +10,8 @@ from typing import Any
 from urllib.parse import quote
 
 from indexer.logs.reader import read_log
+from tests.fixtures.serve import Served, call_body, eventually
 from worker.devtools.demo_corpus import DemoSession, encode_segment, project_key
-
-from .conftest import Served, call_body, eventually
 
 WITHIN_S = 60.0  # generous: how soon is bench/bench_watcher.py's question, not a test's
 

@@ -12,7 +12,7 @@ from indexer.query.service import StoreQueryService
 from indexer.sources.local.applier import Applier, ApplyStatus
 from indexer.sources.loop import RecordLoop
 from indexer.store.records.store import Store
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
 
 
 class WatchedStore:

@@ -9,23 +9,18 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from tests.snapshot.conftest import S3Server, corrupt
+from tests.fixtures.processes import clean_env, run
+from tests.fixtures.snapshot import S3Server, corrupt
 from tests.snapshot.helpers import build, view
+
+NOT_INHERITED = ("SESSIONQ_", "AWS_")
 
 REPO: Final = Path(__file__).resolve().parents[2]
 
 
 def sessionq(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONQ_", "AWS_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "worker", *args],
-        cwd=REPO,
-        env={**clean, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """No ``AWS_*`` variable of the developer's either: the snapshot store is the test's."""
+    return run([sys.executable, "-m", "worker", *args], env=clean_env(env, drop=NOT_INHERITED))
 
 
 def one_line(stderr: str) -> str:

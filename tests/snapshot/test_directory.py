@@ -23,7 +23,7 @@ from indexer.snapshot.restore import MARKER, restore_snapshot
 from indexer.snapshot.stores import DirectoryStore
 from indexer.store.records.store import Store
 from indexer.store.tables.sqlite_tables import CAUGHT_UP_KEY
-from tests.snapshot.conftest import corrupt
+from tests.fixtures.snapshot import corrupt
 from tests.snapshot.helpers import TOPIC, add_sessions, build, view
 from tests.snapshots import snapshot
 

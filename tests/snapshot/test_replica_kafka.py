@@ -21,7 +21,8 @@ from indexer.snapshot.create import complete_snapshots, create_snapshot
 from indexer.snapshot.restore import restore_snapshot
 from indexer.snapshot.stores import DirectoryStore
 from indexer.sources.kafka import Indexer
-from tests.kafka.fixtures import TopicFactory
+from tests.fixtures.kafka import TopicFactory
+from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     Call,
     caught_up,
@@ -32,9 +33,8 @@ from tests.kafka.harness import (
     reference_reply,
     stored_offsets,
 )
-from tests.kafka.waiting import wait_until
 from tests.snapshots import snapshot
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
 
 pytestmark = pytest.mark.kafka
 

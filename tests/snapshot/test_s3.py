@@ -14,7 +14,7 @@ from indexer.snapshot.errors import SnapshotCorruptError
 from indexer.snapshot.restore import restore_snapshot
 from indexer.snapshot.stores import ObjectStore, open_location
 from indexer.store.records.store import Store
-from tests.snapshot.conftest import S3Server
+from tests.fixtures.snapshot import S3Server
 from tests.snapshot.helpers import add_sessions, build, view
 from tests.snapshots import snapshot
 

@@ -9,13 +9,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from indexer.store.lease import DataDirBusyError, WriterLease
 from tests.data_paths import REPO_ROOT
+from tests.fixtures.waiting import wait_for
 
 HOLD = """
 import sys, time
@@ -38,13 +38,6 @@ def _holder(data: Path, role: str = "serve") -> subprocess.Popen[str]:
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "held"
     return proc
-
-
-def _wait_until(condition: object, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 def test_one_writer_at_a_time_across_processes(tmp_path: Path) -> None:
@@ -85,8 +78,8 @@ def test_a_waiting_one_shot_writer_is_wanted_and_gets_its_turn(tmp_path: Path) -
 
     thread = threading.Thread(target=one_shot)
     thread.start()
-    _wait_until(standing.wanted)  # the standing writer sees the waiting one
-    _wait_until(lambda: told)  # ... which was told who holds the lease
+    wait_for(standing.wanted, "the standing writer to see the waiting one")
+    wait_for(lambda: told, "the waiting one to be told who holds the lease")
     standing.release()  # ... and hands the lease over between two batches
     thread.join(timeout=60)
     assert got == [True] and told == ["serve"]

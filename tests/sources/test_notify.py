@@ -9,6 +9,17 @@ from pathlib import Path
 from indexer.logs.notify import ChangeNotifier, file_system_of, plan_for
 
 
+async def reported(notifier: ChangeNotifier, log: Path) -> set[Path]:
+    """What the notifier reports until it names ``log`` (a loaded machine may deliver
+    late: up to 100 waits of 1 s, never a fixed sleep)."""
+    seen: set[Path] = set()
+    for _ in range(100):
+        seen |= await notifier.wait(1.0)
+        if log in seen:
+            break
+    return seen
+
+
 async def test_a_change_is_reported_and_an_idle_tree_reports_nothing(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     notifier = ChangeNotifier([tmp_path])
@@ -18,12 +29,7 @@ async def test_a_change_is_reported_and_an_idle_tree_reports_nothing(tmp_path: P
         assert await notifier.wait(0.3) == set()
         log = tmp_path / "a" / "s.jsonl"
         log.write_text('{"type":"session"}\n')
-        seen: set[Path] = set()
-        for _ in range(100):  # a loaded machine may deliver late; never a fixed sleep
-            seen |= await notifier.wait(1.0)
-            if log in seen:
-                break
-        assert log in seen
+        assert log in await reported(notifier, log)
     finally:
         notifier.close()
 
@@ -36,12 +42,7 @@ async def test_polling_reports_changes_too(tmp_path: Path) -> None:
         await asyncio.sleep(0)
         log = tmp_path / "s.jsonl"
         log.write_text("x\n")
-        seen: set[Path] = set()
-        for _ in range(100):
-            seen |= await notifier.wait(1.0)
-            if log in seen:
-                break
-        assert log in seen
+        assert log in await reported(notifier, log)
     finally:
         notifier.close()
 

@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 
 from indexer.query.service import StoreQueryService
 from tests.builders import BASE_TIME, assistant, header, plain, title, user
-from tests.conftest import build_store
+from tests.fixtures.stores import build_store
+from worker.calls.pipeline import Pipeline
 from worker.contract.outcome import ToolReply
-from worker.pipeline import Pipeline
 from worker.tools.access import Caller
 
 CWDS: Final = ("/ws/alpha", "/ws/beta", "/ws/alpha/", None)

@@ -24,8 +24,9 @@ import pytest
 from indexer.query.service import StoreQueryService
 from tests.builders import assistant, header, plain, title, user
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS
+from tests.fixtures.processes import sessionq
 from tests.tool_names import unknown_tool_message
-from worker.pipeline import Pipeline
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 REPO: Final = Path(__file__).resolve().parents[2]
@@ -42,21 +43,6 @@ CORPUS_REJECTS: Final = {
         ":2: session event seq 1 is not contiguous"
     ),
 }
-
-
-def sessionq(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m worker ARGS`` with no ``SESSIONQ_*`` variables leaking in."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQ_")}
-    return subprocess.run(
-        [sys.executable, "-m", "worker", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=timeout,
-        check=False,
-    )
 
 
 def write_log(path: Path, head: dict[str, Any], events: Sequence[dict[str, Any]]) -> None:
@@ -323,9 +309,7 @@ def json_call(data_dir: Path, tool: str, arguments: str, *extra: str) -> dict[st
     return envelope
 
 
-def test_json_envelope_of_a_success_carries_the_text(
-    data_dir: Path, in_process: Pipeline
-) -> None:
+def test_json_envelope_of_a_success_carries_the_text(data_dir: Path, in_process: Pipeline) -> None:
     envelope = json_call(data_dir, "session_search", '{"query": "cli needle"}')
     expected = expected_text(in_process, "session_search", {"query": "cli needle"}, "cli-caller")
     assert envelope == {"v": 1, "id": envelope["id"], "ok": True, "text": expected}
@@ -469,7 +453,9 @@ def test_stats_requires_a_data_directory() -> None:
 )
 @pytest.mark.parametrize("bootstrap", ["127.0.0.1:PORT", "localhost", ":9092", "h:1,h2"])
 def test_a_bad_bootstrap_is_one_line_and_exit_2_for_every_command(
-    argv: list[str], bootstrap: str, capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    bootstrap: str,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The README placeholder pasted as written (``127.0.0.1:PORT``) is a usage error
@@ -498,8 +484,17 @@ def test_call_over_kafka_warns_of_a_caller_its_own_key_cannot_vouch_for(tmp_path
     )
     assert generated.returncode == 0, generated.stderr
     assert json.loads((keys / "laptop.entry.json").read_text())["workspaces"] == ["/home/dev"]
-    base = ["call", "session_search", '{"query": "x"}', "--caller", "c",
-            "--bootstrap", "127.0.0.1:1", "--timeout-ms", "1000"]
+    base = [
+        "call",
+        "session_search",
+        '{"query": "x"}',
+        "--caller",
+        "c",
+        "--bootstrap",
+        "127.0.0.1:1",
+        "--timeout-ms",
+        "1000",
+    ]
     signed = ["--signing-key", str(keys / "laptop.key"), "--key-id", "laptop"]
     cases = [
         ([*signed, "--workspace", "/home/other"], "covers /home/dev (its entry beside the key)"),

@@ -6,29 +6,16 @@ got past the door would wait for it). Real ``sessionq`` processes."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Final
 
 import pytest
 
+from tests.fixtures.processes import sessionq
+
 REPO: Final = Path(__file__).resolve().parents[2]
 UNREACHABLE: Final = "127.0.0.1:1"
-
-
-def sessionq(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQ_")}
-    return subprocess.run(
-        [sys.executable, "-m", "worker", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -66,14 +53,21 @@ WHAT: Final = {
 
 
 @pytest.mark.parametrize("case", ["missing", "directory", "junk"])
-def test_call_with_an_unusable_signing_key_is_one_line(
-    case: str, files: dict[str, Path]
-) -> None:
+def test_call_with_an_unusable_signing_key_is_one_line(case: str, files: dict[str, Path]) -> None:
     path = files[case]
     line = one_line(
         sessionq(
-            "call", "session_search", '{"query": "x"}', "--caller", "c",
-            "--bootstrap", UNREACHABLE, "--signing-key", str(path), "--key-id", "k",
+            "call",
+            "session_search",
+            '{"query": "x"}',
+            "--caller",
+            "c",
+            "--bootstrap",
+            UNREACHABLE,
+            "--signing-key",
+            str(path),
+            "--key-id",
+            "k",
         )
     )
     assert line.startswith(f"sessionq call: --signing-key {path}: "), line
@@ -89,8 +83,17 @@ def test_a_role_with_an_unusable_keyring_is_one_line_and_makes_no_directory(
 ) -> None:
     path, data = files[case], tmp_path / "data"
     line = one_line(
-        sessionq(role, "--data", str(data), "--bootstrap", UNREACHABLE, "--keyring", str(path),
-                 "--metrics-listen", "")
+        sessionq(
+            role,
+            "--data",
+            str(data),
+            "--bootstrap",
+            UNREACHABLE,
+            "--keyring",
+            str(path),
+            "--metrics-listen",
+            "",
+        )
     )
     assert line.startswith(f"sessionq {role}: --keyring {path}: "), line
     assert WHAT[case] in line, line

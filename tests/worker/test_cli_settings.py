@@ -4,29 +4,15 @@ whatever model or validator rejected it. Real ``sessionq`` processes."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Final
 
 import pytest
 
+from tests.fixtures.processes import sessionq
+
 REPO: Final = Path(__file__).resolve().parents[2]
-
-
-def sessionq(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m worker ARGS`` with only the given ``SESSIONQ_*`` variables."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQ_")}
-    return subprocess.run(
-        [sys.executable, "-m", "worker", *args],
-        cwd=REPO,
-        env={**base, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def one_usage_line(done: subprocess.CompletedProcess[str]) -> str:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Final
@@ -21,7 +19,8 @@ from typing import Final
 import pytest
 
 from tests.builders import assistant, header, user
-from tests.conftest import build_store
+from tests.fixtures.processes import run
+from tests.fixtures.stores import build_store
 from worker.cli.commands import HANDLERS, handler
 from worker.cli.parser import build_parser
 
@@ -83,16 +82,7 @@ print(json.dumps(sorted(sys.modules)))
 
 def imported_by(*argvs: list[str]) -> set[str]:
     """Every module a real ``sessionq`` process imported to run the argvs in turn."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQ_")}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(list(argvs))],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run([sys.executable, "-c", PROBE, json.dumps(list(argvs))])
     assert done.returncode == 0, done.stderr
     modules: list[str] = json.loads(done.stdout)
     return set(modules)
@@ -156,6 +146,6 @@ def test_one_call_over_a_data_dir_loads_no_transport(
 ) -> None:
     caller = ["--caller", "start-caller", "--data", str(data_dir)]
     modules = imported_by(["call", tool, json.dumps(arguments), *caller])
-    assert "worker.pipeline" in modules  # the call ran in-process
+    assert "worker.calls.pipeline" in modules  # the call ran in-process
     assert top_level(modules) & NOT_FOR_A_CALL == set()
     assert modules & (COMMAND_MODULES - {"worker.cli.store_commands"}) == set()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from worker.execution import ExecutionGates
+from worker.calls.execution import ExecutionGates
 
 WAIT_S = 5.0
 

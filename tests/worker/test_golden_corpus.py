@@ -1,6 +1,6 @@
 """Golden outputs of the five tools over the whole real corpus (SPEC §9-§10).
 
-The corpus (``tests/data/dsh``) is ingested once per module; every case below is
+The corpus (``shared/corpus/dsh``) is ingested once per module; every case below is
 one tool call by one caller, in ``phrase`` search mode (upstream's rule: the conformance
 of the contract), and its reply is compared byte for byte with
 ``golden/<name>.txt``: the output text for a success, ``CODE: message`` for a failure
@@ -39,9 +39,9 @@ from indexer.logs.roots import discover
 from indexer.query.service import StoreQueryService
 from indexer.sources.files import ingest_files
 from indexer.store.records.store import Store
+from worker.calls.limits import ToolLimits
+from worker.calls.pipeline import Pipeline
 from worker.contract.outcome import ToolReply
-from worker.limits import ToolLimits
-from worker.pipeline import Pipeline
 from worker.tools.access import Caller
 
 GOLDEN = Path(__file__).parent / "golden"

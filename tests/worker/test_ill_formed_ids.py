@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.builders import header, user
-from tests.conftest import StoreFactory
-from worker.pipeline import Pipeline
+from tests.fixtures.stores import StoreFactory
+from worker.calls.pipeline import Pipeline
 from worker.tools.access import Caller
 
 CALLER = "11111111-0000-4000-8000-000000000001"

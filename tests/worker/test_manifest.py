@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from tests.data_paths import REPO_ROOT
 from tests.data_paths import UPSTREAM_TOOL_SCHEMAS as CONFORMANCE
-from worker.limits import ToolLimits
+from worker.calls.limits import ToolLimits
 from worker.manifest import manifest, manifest_json
 
 SCHEMAS = REPO_ROOT / "worker" / "contract" / "schemas.json"

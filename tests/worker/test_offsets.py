@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.kafka.offsets import OffsetTracker
+from worker.transports.kafka.offsets import OffsetTracker
 
 
 def test_nothing_started_is_nothing_to_commit() -> None:

@@ -14,12 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import header, user
+from tests.fixtures.tools import Harness, HarnessFactory, beside_another_call
 from tests.tool_names import unknown_tool_message
-from tests.worker.conftest import Harness, HarnessFactory, beside_another_call
+from worker.calls.limits import ToolLimits
+from worker.calls.pipeline import LOOP_RUN_MAX_S
+from worker.calls.tool_call import deadline_for
 from worker.contract.deadline import CancelToken, Deadline
 from worker.contract.outcome import ToolReply
-from worker.limits import ToolLimits
-from worker.pipeline import LOOP_RUN_MAX_S, deadline_for
 from worker.tools.access import Caller
 from worker.tools.registry import TOOLS
 

@@ -19,14 +19,15 @@ import pytest
 
 from indexer.metrics import Metrics
 from tests.builders import header
+from tests.fixtures.tools import Gate, Harness, HarnessFactory, beside_another_call, until
 from tests.tool_names import unknown_tool_message
-from tests.worker.conftest import Gate, Harness, HarnessFactory, beside_another_call, until
-from worker.cancels import EARLY_CANCELS
+from worker.calls.cancels import EARLY_CANCELS
+from worker.calls.limits import ToolLimits
+from worker.calls.pipeline import Pipeline
+from worker.calls.tool_call import ToolCall, deadline_for
 from worker.contract.envelopes import CallerRef, ToolRequest
 from worker.contract.errors import HarnessError
 from worker.contract.outcome import ToolReply
-from worker.limits import ToolLimits
-from worker.pipeline import Pipeline, ToolCall, deadline_for
 from worker.tools.access import Caller
 from worker.tools.registry import TOOLS, lookup
 
@@ -394,7 +395,8 @@ class SlowSearch:
 
 async def _blocked(task: asyncio.Task[ToolReply], h: Harness, users: int) -> None:
     await until(
-        lambda: (g := h.tools.gates._gates.get("caller")) is not None and g.users >= users,
+        lambda: (g := h.tools.admission.gates._gates.get("caller")) is not None
+        and g.users >= users,
         f"{users} calls never reached the caller's gate",
     )
     await settle()
@@ -433,7 +435,7 @@ async def _serialized(h: Harness, slow: SlowSearch) -> None:
     mine = [e for e in slow.events if e[1].startswith("caller#")]
     assert mine == [("start", "caller#1"), ("end", "caller#1"), ("start", "caller#3"),
                     ("end", "caller#3")]
-    assert h.tools.gates._gates == {}
+    assert h.tools.admission.gates._gates == {}
 
 
 async def test_parallel_reads_of_one_caller_run_together(make_harness: HarnessFactory) -> None:
@@ -450,7 +452,7 @@ async def test_parallel_reads_of_one_caller_run_together(make_harness: HarnessFa
         assert not first.done()
         gate.release.set()
         assert (await asyncio.wait_for(first, WAIT_S)).ok
-    assert h.tools.gates._gates == {}
+    assert h.tools.admission.gates._gates == {}
 
 
 # ---- worker/tools/registry.py ---------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 from indexer.logs.emitted import Emitted
 from indexer.model.records import DeleteRecord, EventsRecord, HeaderRecord, decode_record
 from tests.builders import header, plain
-from worker.kafka.publisher import Publisher
+from worker.host.publisher import Publisher
 
 
 class Recorder:

@@ -1,4 +1,4 @@
-"""The missing-reply-topic warning (``worker.kafka.reply_topics.MissingTopicLog``) is
+"""The missing-reply-topic warning (``worker.transports.kafka.reply_topics.MissingTopicLog``) is
 rate-limited for the whole worker, not per topic name: a flood naming a new topic per
 record is one line at once and one summary line per ``LOG_EVERY_S``."""
 
@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from worker.kafka.reply_topics import LOG_EVERY_S, MissingTopicLog
+from worker.transports.kafka.reply_topics import LOG_EVERY_S, MissingTopicLog
 
 T0 = 1000.0
 

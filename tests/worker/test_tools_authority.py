@@ -12,7 +12,7 @@ from indexer.errors import SessionQueryError
 from indexer.model.search import CwdFilter, IdFilter, ParentFilter
 from indexer.query.types import LineageNode, SessionRecord, SessionTrace, TitleObservation
 from tests.builders import assistant, header, plain, title, user
-from tests.worker.conftest import (
+from tests.fixtures.tools import (
     Gate,
     HarnessFactory,
     cancel_while_in_flight,

@@ -12,9 +12,9 @@ from indexer.errors import SessionQueryError
 from indexer.model.search import EventHit, SeqFilter
 from indexer.query.types import SessionHit, SessionSearchPage
 from tests.builders import header, plain, title, user
-from tests.worker.conftest import Harness, HarnessFactory, log_text
+from tests.fixtures.tools import Harness, HarnessFactory, log_text
+from worker.calls.limits import ToolLimits
 from worker.contract import boundary
-from worker.limits import ToolLimits
 from worker.tools.access import Caller
 
 CAP = "Result cap reached. Narrow the query or add filters to find additional matches."

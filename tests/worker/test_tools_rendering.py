@@ -13,7 +13,7 @@ from indexer.errors import SessionQueryError
 from indexer.model import SessionHeader
 from indexer.query.types import LineageNode, SessionRecord, SessionTrace, TitleObservation
 from tests.builders import BASE_TIME, assistant, chunk, header, plain, title, user
-from tests.worker.conftest import HarnessFactory
+from tests.fixtures.tools import HarnessFactory
 from tests.worker.spec_examples import EVENT_READ_SESS_B_5
 
 DAY = 86_400_000

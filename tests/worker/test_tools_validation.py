@@ -19,7 +19,7 @@ from indexer.model.search import (
     TypeFilter,
 )
 from tests.builders import header
-from tests.worker.conftest import HarnessFactory
+from tests.fixtures.tools import HarnessFactory
 from worker.contract import timefmt
 
 BASE = 1784851200000

@@ -4,7 +4,7 @@ segments so records leave on time, 0 keeps them forever."""
 from __future__ import annotations
 
 from indexer.settings import KafkaSettings
-from worker.kafka.topics import DAY_MS, topic_specs
+from worker.host.topics import DAY_MS, topic_specs
 from worker.settings import TopicsSettings
 
 

@@ -50,7 +50,7 @@ def generate_key_pair() -> tuple[str, str]:
 
 
 class CallerSigner:
-    """The host side: signs one token per request (``worker.kafka.client`` uses it)."""
+    """The host side: signs one token per request (``worker.host.client`` uses it)."""
 
     def __init__(
         self,
@@ -61,7 +61,7 @@ class CallerSigner:
         entry: HostKey | None = None,
     ):
         """``entry``: the key's own keyring entry when known (advice for the host's
-        user, ``worker.kafka.preflight``; the workers' keyring decides)."""
+        user, ``worker.host.preflight``; the workers' keyring decides)."""
         if not 1 <= ttl_s <= MAX_LIFETIME_S:
             raise ValueError(f"token lifetime must be 1..{MAX_LIFETIME_S} s, got {ttl_s}")
         self.kid = kid

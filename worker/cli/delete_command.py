@@ -2,7 +2,7 @@
 
 Over Kafka (``--bootstrap`` and the connection settings of ``publish``) every id becomes a
 delete record on the events topic, keyed like the session's other records (its cwd, or
-``session:<id>``; ``worker.kafka.publisher``), so it lands in the session's partition
+``session:<id>``; ``worker.host.publisher``), so it lands in the session's partition
 after its events and every replica applies it at the same place. The key is looked up in
 a replica's data dir (``--data``, opened read only), or in a partitioned node's copy of
 the global lineage (``sessionq node``'s ``--data``: every partition's sessions, so the
@@ -11,7 +11,7 @@ unknown and not sent. ``--workspace CWD`` gives the key instead, for ids no repl
 hand holds (nothing is looked up: every id is sent).
 
 Embedded (``--url`` of a running ``sessionq serve`` and its ``--token-file``): the admin
-endpoint (``worker.http.admin``) deletes them and reports each.
+endpoint (``worker.transports.http.admin``) deletes them and reports each.
 
 One line per id (``ID: deleted``, ``ID: unknown ...``, ``ID: delete record published
 ...``); unknown ids are not an error. Exit 0 when every known id was handled, 1 when a
@@ -89,7 +89,7 @@ def _keys(settings: DeleteSettings, ids: Sequence[str]) -> dict[str, str]:
 
 async def _publish(kafka: KafkaSettings, targets: Sequence[tuple[str, str]]) -> dict[str, str]:
     """Publish one delete record per (id, key); each id's outcome line."""
-    from indexer.kafka.group import Producer
+    from indexer.kafka.client import Producer
     from indexer.model.records import DeleteRecord, encode_record
 
     producer = Producer(kafka, client_id="sessionq-delete")
@@ -119,7 +119,7 @@ async def _publish(kafka: KafkaSettings, targets: Sequence[tuple[str, str]]) -> 
 
 
 def _delete_embedded(settings: DeleteSettings, ids: list[str]) -> int:
-    from worker.http.admin import DELETE_PATH
+    from worker.transports.http.admin import DELETE_PATH
     from worker.webguard.token import TokenFileError, load_token
 
     assert settings.url is not None

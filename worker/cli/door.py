@@ -152,7 +152,7 @@ def metrics_socket(command: str, settings: OpsSettings) -> socket.socket | None:
     taken (another process of the role on this host) is not an error: the first free
     port of ``METRICS_FALLBACK_PORTS`` on the same host is taken instead, said in one
     line; the ready line (``metrics on HOST:PORT``) names the port either way."""
-    from worker.http.ops import parse_listen
+    from worker.transports.http.ops import parse_listen
 
     listen = settings.metrics_listen
     if not listen:

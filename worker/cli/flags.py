@@ -16,7 +16,7 @@ from typing import Any
 from indexer.environment import env_name
 from indexer.formats import SOURCE_FORMATS
 from indexer.search_modes import SEARCH_MODES
-from worker.cli.flag_defaults import DEFAULTS
+from worker.cli.flag_defaults import DEFAULTS, HELP
 
 
 def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
@@ -25,11 +25,15 @@ def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
 
 
 def setting_as(parser: argparse.ArgumentParser, flags: list[str], dest: str, **kwargs: Any) -> None:
-    """A setting under short flags and its own (``--to`` = ``--snapshot-to``); its help
-    ends with its default, if it has one, and its variable."""
-    default = DEFAULTS.get(parser.prog.removeprefix("sessionq "), {}).get(dest)
+    """A setting under short flags and its own (``--to`` = ``--snapshot-to``). Its help is
+    the setting's field description (``HELP``: written once, in the settings model; a
+    ``help`` given here only for a flag the command's model does not declare), then its
+    default, if it has one, and its variable."""
+    command = parser.prog.removeprefix("sessionq ")
+    default = DEFAULTS.get(command, {}).get(dest)
     said = f"default: {default}; {env_name(dest)}" if default is not None else env_name(dest)
-    kwargs["help"] = f"{kwargs.get('help', '')} ({said})".strip().replace("%", "%%")
+    text = HELP.get(command, {}).get(dest) or kwargs.get("help", "")
+    kwargs["help"] = f"{text} ({said})".strip().replace("%", "%%")
     parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, **kwargs)
 
 
@@ -56,52 +60,47 @@ def redact_flag(parser: argparse.ArgumentParser) -> None:
         parser,
         "--redact-secrets",
         choices=["off", "on", "store"],
-        help="secrets in the logs: on (never indexed or shown; default), store (also never"
-        " stored), off (upstream-exact output)",
     )
 
 
 def data(p: argparse.ArgumentParser, help: str = "data directory") -> None:
-    setting(p, "--data", type=Path, help=help)
+    setting(p, "--data", type=Path)
 
 
 def bootstrap(p: argparse.ArgumentParser, help: str = "Kafka bootstrap address host:port") -> None:
     """The broker address and how to connect to it (TLS, SASL); the SASL password is
     read from a file or ``SESSIONQ_SASL_PASSWORD``, never from the command line."""
-    setting(p, "--bootstrap", help=help)
+    setting(p, "--bootstrap")
     setting(
         p,
         "--security-protocol",
         choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
-        help="how to connect to Kafka",
     )
     setting(
         p,
         "--sasl-mechanism",
         choices=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
-        help="SASL mechanism (SASL_* protocols)",
     )
-    setting(p, "--sasl-username", help="SASL user name")
-    setting(p, "--sasl-password-file", type=Path, help="file holding the SASL password")
-    setting(p, "--ssl-cafile", type=Path, help="PEM CA bundle to trust")
-    setting(p, "--ssl-certfile", type=Path, help="PEM client certificate (mTLS)")
-    setting(p, "--ssl-keyfile", type=Path, help="PEM client key (mTLS)")
+    setting(p, "--sasl-username")
+    setting(p, "--sasl-password-file", type=Path)
+    setting(p, "--ssl-cafile", type=Path)
+    setting(p, "--ssl-certfile", type=Path)
+    setting(p, "--ssl-keyfile", type=Path)
 
 
 def service(p: argparse.ArgumentParser) -> None:
     """The flags of every long-running role: its logs and its event loop."""
-    setting(p, "--log-format", choices=["text", "json"], help="log lines as text or JSON")
-    setting(p, "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level")
+    setting(p, "--log-format", choices=["text", "json"])
+    setting(p, "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     setting(
         p,
         "--event-loop",
         choices=["uvloop", "asyncio"],
-        help="uvloop (default; less CPU per request) or the standard library's asyncio",
     )
 
 
 def ops(p: argparse.ArgumentParser) -> None:
-    setting(p, "--metrics-listen", help="HOST:PORT for /metrics, /healthz, /readyz; empty disables")
+    setting(p, "--metrics-listen")
     service(p)
 
 
@@ -110,7 +109,6 @@ def log_format(p: argparse.ArgumentParser) -> None:
         p,
         "--format",
         choices=list(SOURCE_FORMATS),
-        help="log format of the paths (auto: recognised per root and file)",
     )
 
 
@@ -120,25 +118,21 @@ def commit_bytes(p: argparse.ArgumentParser) -> None:
         p,
         "--commit-every-bytes",
         type=positive_int,
-        help="commit once the open batch holds this many bytes of index work",
     )
 
 
 def retention(p: argparse.ArgumentParser) -> None:
-    setting(
-        p, "--retain-days", type=positive_int, help="delete sessions whose newest event is older"
-    )
+    setting(p, "--retain-days", type=positive_int)
 
 
 def tool_limits(p: argparse.ArgumentParser) -> None:
-    setting(p, "--max-search-results", type=positive_int, help="most hits a search returns")
-    setting(p, "--search-timeout-ms", type=positive_int, help="time budget of the searches")
-    setting(p, "--max-timeout-ms", type=positive_int, help="cap on a request's timeout_ms")
+    setting(p, "--max-search-results", type=positive_int)
+    setting(p, "--search-timeout-ms", type=positive_int)
+    setting(p, "--max-timeout-ms", type=positive_int)
     setting(
         p,
         "--search-mode",
         choices=list(SEARCH_MODES),
-        help="how a search query matches: words (any order, stems, the phrase first) or phrase",
     )
 
 
@@ -148,7 +142,6 @@ def indexer_snapshots(p: argparse.ArgumentParser) -> None:
         p,
         "--snapshot-every",
         metavar="DURATION",
-        help="publish a snapshot this often (seconds, or 90s / 15m / 1h / 2d)",
     )
-    setting(p, "--snapshot-to", help="where: a directory or s3://bucket/prefix")
-    setting(p, "--snapshot-keep", type=positive_int, help="complete snapshots kept there")
+    setting(p, "--snapshot-to")
+    setting(p, "--snapshot-keep", type=positive_int)

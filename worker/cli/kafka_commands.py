@@ -16,7 +16,7 @@ from worker.settings import PublishSettings, TopicsSettings, WorkerSettings
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    from worker.kafka.topics import ensure_topics, partition_warning
+    from worker.host.topics import ensure_topics, partition_warning
 
     settings = settings_from(TopicsSettings, args)
     if settings.kafka.secured and settings.replication_factor == 1:
@@ -57,16 +57,16 @@ def cmd_indexer(args: argparse.Namespace) -> int:
     async def main() -> None:
         metrics = Metrics("indexer")
         indexer = Indexer(settings, metrics=metrics)
-        runner = None
+        ops_server = None
         try:
             await indexer.start()  # Kafka first: the data dir is created once it answered
             on_terminate(indexer.stop)
-            runner = await serve_ops(ops, metrics, indexer.caught_up, indexer.readiness_notes)
+            ops_server = await serve_ops(ops, metrics, indexer.caught_up, indexer.readiness_notes)
             await indexer.run()
         finally:
             await indexer.close()
-            if runner is not None:
-                await runner.cleanup()
+            if ops_server is not None:
+                await ops_server.close()
 
     run_loop(main(), settings.event_loop)
     return EXIT_OK
@@ -75,7 +75,7 @@ def cmd_indexer(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from indexer.query.service import StoreQueryService
     from worker.cli import door
-    from worker.kafka.worker import Worker
+    from worker.transports.kafka.worker import Worker
 
     settings = settings_from(WorkerSettings, args)
     door.keyring(args.command, settings.keyring)
@@ -86,7 +86,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         service = StoreQueryService(settings.data)
         metrics = Metrics("worker")
         worker = Worker(settings, service, metrics=metrics)
-        runner = await serve_ops(ops, metrics, worker.ready, worker.readiness_notes)
+        ops_server = await serve_ops(ops, metrics, worker.ready, worker.readiness_notes)
         if settings.wait_for_index:
             await wait_for_index(settings.data)
         await worker.start()
@@ -96,17 +96,17 @@ def cmd_worker(args: argparse.Namespace) -> int:
         finally:
             await worker.close()
             service.close()
-            if runner is not None:
-                await runner.cleanup()
+            if ops_server is not None:
+                await ops_server.close()
 
     run_loop(main(), settings.event_loop)
     return EXIT_OK
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from indexer.kafka.group import Producer
+    from indexer.kafka.client import Producer
     from worker.cli import door
-    from worker.kafka.publisher import Publisher
+    from worker.host.publisher import Publisher
 
     settings = settings_from(PublishSettings, args)
     paths = door.session_roots("publish", [Path(p) for p in args.paths], flag="PATH")

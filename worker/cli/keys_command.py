@@ -2,7 +2,7 @@
 
 ``DIR/KID.key`` (private, 0600), ``DIR/KID.pub`` and ``DIR/KID.entry.json`` (the
 keyring entry, public): the host client reads the entry beside its key to tell its user
-when a workspace is not one the key may speak for (``worker.kafka.preflight``). A ``DIR``
+when a workspace is not one the key may speak for (``worker.host.preflight``). A ``DIR``
 made here is 0700 (``indexer.store.private``); one that exists keeps its mode."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``sessionq mcp``: the five tools as an MCP server (``worker.mcp``), stdio or
+"""``sessionq mcp``: the five tools as an MCP server (``worker.transports.mcp``), stdio or
 Streamable HTTP, over the embedded store or Kafka. stdout belongs to the protocol on
 stdio: everything else (logs, the HTTP URL) goes to stderr.
 
@@ -24,8 +24,8 @@ from worker.cli.exits import EXIT_OK, EXIT_USAGE, fail
 if TYPE_CHECKING:
     import socket
 
-    from worker.mcp.window import Window
     from worker.settings import McpSettings
+    from worker.transports.mcp.window import Window
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,8 @@ class Prepared:
 def _http_token(settings: McpSettings) -> tuple[str, int, str | None]:
     """Host, port and bearer token, checked before anything starts (exit 2 naming the
     flag; the token's text is never printed)."""
-    from worker.http.ops import parse_listen
-    from worker.mcp.http import check_listen
+    from worker.transports.http.ops import parse_listen
+    from worker.transports.mcp.http import check_listen
     from worker.webguard.token import TokenFileError, load_token
 
     try:
@@ -89,7 +89,7 @@ def prepare(args: argparse.Namespace) -> Prepared | None:
 def backend_for(prepared: Prepared) -> Any:
     """The backend of the settings: Kafka, else the data dir (watching the roots)."""
     from indexer.logs.watch import WatchRoot
-    from worker.mcp.backends import EmbeddedBackend, KafkaBackend
+    from worker.transports.mcp.backends import EmbeddedBackend, KafkaBackend
 
     settings = prepared.settings
     if settings.kafka is not None:
@@ -113,7 +113,7 @@ def backend_for(prepared: Prepared) -> Any:
 
 def this_window(caller: str | None) -> Window:
     """The agent window this process serves itself (stdio or HTTP here)."""
-    from worker.mcp.window import Window, session_hints
+    from worker.transports.mcp.window import Window, session_hints
 
     hints = session_hints(os.environ)
     label = f"sessionq mcp (pid {os.getpid()})"
@@ -135,8 +135,8 @@ def serve_here(args: argparse.Namespace) -> int:
     """Order: ``prepare`` -> the backend (its local source writes or stands by) -> the
     transport until the client goes away or SIGTERM/SIGINT."""
     from worker.cli.runtime import run_until_stopped
-    from worker.mcp.binding import CallerBinder
-    from worker.mcp.server import build_server
+    from worker.transports.mcp.binding import CallerBinder
+    from worker.transports.mcp.server import build_server
 
     prepared = prepare(args)
     if prepared is None:
@@ -153,7 +153,7 @@ def serve_here(args: argparse.Namespace) -> int:
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
         else:
-            from worker.mcp.http import http_app, serve_http
+            from worker.transports.mcp.http import http_app, serve_http
             from worker.webguard.origin import allowed_names
 
             host, _, token = address

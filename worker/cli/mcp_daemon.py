@@ -8,7 +8,7 @@ makes them (``worker.cli.mcp_command.prepare``; a failure's line reaches the fro
 which prints it and exits with this status) -> the backend -> the socket, bound and
 0600 -> "ready" to the front, and from then on stdout and stderr are the daemon's log
 (``<key>.log``, the previous one kept as ``.1`` past ``LOG_BYTES``) -> the windows
-(``worker.mcp.windows``) until idle or SIGTERM -> the backend stopped.
+(``worker.transports.mcp.windows``) until idle or SIGTERM -> the backend stopped.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from indexer.store.private import make_dirs, open_file
 from worker.cli.exits import EXIT_OK, EXIT_USAGE
 from worker.cli.mcp_front import READY
 from worker.cli.terminal import make_total
-from worker.mcp.rendezvous import Place, address
+from worker.transports.mcp.rendezvous import Place, address
 
 LOG_BYTES: Final = 8 << 20
 
@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     os.set_inheritable(lock, False)
     from worker.cli.mcp_command import backend_for, prepare
     from worker.cli.runtime import run_until_stopped
-    from worker.mcp.binding import CallerBinder
-    from worker.mcp.windows import Windows
+    from worker.transports.mcp.binding import CallerBinder
+    from worker.transports.mcp.windows import Windows
 
     prepared = prepare(argparse.Namespace(**spec["args"]))
     if prepared is None:

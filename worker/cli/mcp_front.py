@@ -2,7 +2,7 @@
 window's MCP stdio byte stream to the one daemon that serves every window configured
 alike (``worker.cli.mcp_daemon``), starting that daemon when none runs. The front loads
 neither the MCP SDK nor the store: the standard library, the door's checks and the
-rendezvous (``worker.mcp.rendezvous``, where front and daemon meet).
+rendezvous (``worker.transports.mcp.rendezvous``, where front and daemon meet).
 
 1. route — only a stdio server over a data dir (``--data`` / ``SESSIONQ_DATA``, no
    ``--bootstrap``, ``--transport stdio``, the flag before the variable as for every
@@ -46,8 +46,15 @@ from indexer.store.layout import sqlite_path
 from indexer.store.private import make_dirs, open_file
 from worker.cli import door
 from worker.cli.exits import EXIT_FAILED
-from worker.mcp.rendezvous import Handshake, Hello, Place, address, code_identity, daemon_key
-from worker.mcp.window import SESSION_VARIABLES, session_hints
+from worker.transports.mcp.rendezvous import (
+    Handshake,
+    Hello,
+    Place,
+    address,
+    code_identity,
+    daemon_key,
+)
+from worker.transports.mcp.window import SESSION_VARIABLES, session_hints
 
 READY: Final = b"sessionq-mcp-daemon-ready\n"
 START_S: Final = 120.0  # the longest a front waits for a daemon to start (or to end)

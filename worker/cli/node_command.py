@@ -1,4 +1,4 @@
-"""``sessionq node``: a partitioned node (``worker.kafka.node``): the indexer and the
+"""``sessionq node``: a partitioned node (``worker.transports.kafka.node``): the indexer and the
 worker of the partitions the group gives it, over one data dir of partition stores."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ def cmd_node(args: argparse.Namespace) -> int:
     from indexer.metrics import Metrics
     from worker.cli import door
     from worker.cli.runtime import on_terminate, run_loop, serve_ops, setup_logging
-    from worker.kafka.node import Node, NodeConfigError
     from worker.settings_node import NodeSettings
+    from worker.transports.kafka.node import Node, NodeConfigError
 
     settings = settings_from(NodeSettings, args)
     door.keyring(args.command, settings.keyring)
@@ -25,7 +25,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         metrics = Metrics("node")
         node = Node(settings, metrics=metrics)
         on_terminate(node.stop)
-        runner = await serve_ops(ops, metrics, node.ready, node.readiness_notes)
+        ops_server = await serve_ops(ops, metrics, node.ready, node.readiness_notes)
         try:
             try:
                 await node.start()
@@ -34,8 +34,8 @@ def cmd_node(args: argparse.Namespace) -> int:
             await node.run()
         finally:
             await node.close()
-            if runner is not None:
-                await runner.cleanup()
+            if ops_server is not None:
+                await ops_server.close()
 
     run_loop(main(), settings.event_loop)
     return EXIT_OK

@@ -61,8 +61,8 @@ def _describe(error: Mapping[str, Any], cls: type[RoleSettings], flags: Mapping[
 def settings_from(cls: type[S], args: argparse.Namespace) -> S:
     """The role's settings from the flags given, the environment and the defaults; a bad
     value exits 2 with one line naming each problem by its flag and variable."""
+    from worker.calls.limits import ToolLimitError
     from worker.cli.parser import flag_names
-    from worker.limits import ToolLimitError
 
     try:
         return cls(**nest(vars(args), cls))

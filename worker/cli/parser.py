@@ -27,8 +27,7 @@ DESCRIPTION = (
 )
 LOGS = "dsh, Claude Code, Codex, Gemini CLI, OpenCode, Copilot CLI, Aider"
 TOOLS = (
-    "session_search, session_event_search, session_trace, session_event_trace or"
-    " session_event_read"
+    "session_search, session_event_search, session_trace, session_event_trace or session_event_read"
 )
 
 
@@ -42,19 +41,16 @@ def command(sub: Subparsers, path: str, help: str) -> argparse.ArgumentParser:
 
 
 def _store_commands(sub: Subparsers) -> None:
-    p = command(
-        sub, "ingest", f"index session logs ({LOGS}) into a data directory"
-    )
+    p = command(sub, "ingest", f"index session logs ({LOGS}) into a data directory")
     p.add_argument("paths", nargs="+", help="session log files or directories")
     flags.data(p)
     flags.log_format(p)
-    setting(p, "--commit-every", type=positive_int, help="commit after this many events")
+    setting(p, "--commit-every", type=positive_int)
     flags.commit_bytes(p)
     setting(
         p,
         "--jobs",
         type=nonneg_int,
-        help="worker processes that read and plan the logs (0: one per CPU core; 1: none)",
     )
     redact_flag(p)
 
@@ -76,8 +72,8 @@ def _store_commands(sub: Subparsers) -> None:
     p.add_argument(
         "--workspace", default=None, help="the caller's cwd, vouched for in its token (Kafka)"
     )
-    setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
-    setting(p, "--key-id", help="the signing key's id in the workers' keyring")
+    setting(p, "--signing-key", type=Path)
+    setting(p, "--key-id")
     p.add_argument("--json", action="store_true", help="print the reply envelope")
     p.add_argument("--verbose", action="store_true", help="print internal diagnostics")
 
@@ -94,19 +90,17 @@ def _kafka_commands(sub: Subparsers) -> None:
     tsub = p.add_subparsers(dest="topics_command", required=True)
     tp = command(tsub, "topics create", "create sessionq's topics (idempotent)")
     flags.bootstrap(tp)
-    setting(tp, "--partitions", type=positive_int, help="partitions of the keyed topics")
-    setting(tp, "--replication-factor", type=positive_int, help="replicas of every topic")
+    setting(tp, "--partitions", type=positive_int)
+    setting(tp, "--replication-factor", type=positive_int)
     setting(
         tp,
         "--min-insync-replicas",
         type=positive_int,
-        help="topic min.insync.replicas (broker default if unset)",
     )
     setting(
         tp,
         "--events-retention-days",
         type=nonneg_int,
-        help="retention of the events topic in days (0: forever)",
     )
 
     p = command(sub, "indexer", "consume the events topic into a data directory")
@@ -121,33 +115,28 @@ def _kafka_commands(sub: Subparsers) -> None:
     p = command(sub, "worker", "answer tool calls from the requests topic")
     flags.bootstrap(p)
     flags.data(p)
-    setting(p, "--group", help="consumer group")
+    setting(p, "--group")
     setting(
         p,
         "--reply-topics",
         nargs="+",
         metavar="PATTERN",
-        help="fnmatch patterns a request's reply_to must match (besides the replies topic)",
     )
-    setting(p, "--keyring", type=Path, help="host public keys that may vouch for callers")
+    setting(p, "--keyring", type=Path)
     setting(
         p,
         "--insecure-unauthenticated-callers",
         action="store_true",
-        help="answer requests without a caller token (trusted networks only)",
     )
     setting(
         p,
         "--wait-for-index",
         action=argparse.BooleanOptionalAction,
-        help="join the group only after this data dir's indexer caught up once",
     )
     flags.tool_limits(p)
     flags.ops(p)
 
-    p = command(
-        sub, "publish", f"publish session logs ({LOGS}) to the events topic"
-    )
+    p = command(sub, "publish", f"publish session logs ({LOGS}) to the events topic")
     p.add_argument("paths", nargs="+", help="session log files or dsh roots")
     flags.bootstrap(p)
     p.add_argument("--follow", action="store_true", help="keep publishing appended events")
@@ -176,15 +165,12 @@ def _snapshot_command(sub: Subparsers) -> None:
 
     c = command(ssub, "snapshot create", "snapshot a data dir, also while its indexer runs")
     flags.data(c)
-    setting_as(
-        c, ["--to", "--snapshot-to"], "snapshot_to", help="a directory or s3://bucket/prefix"
-    )
+    setting_as(c, ["--to", "--snapshot-to"], "snapshot_to")
     setting_as(
         c,
         ["--keep", "--snapshot-keep"],
         "snapshot_keep",
         type=positive_int,
-        help="then keep only the newest N complete snapshots there",
     )
 
     r = command(ssub, "snapshot restore", "restore the newest snapshot into a data dir")
@@ -193,7 +179,6 @@ def _snapshot_command(sub: Subparsers) -> None:
         r,
         ["--from", "--snapshot-from"],
         "snapshot_from",
-        help="a snapshot, or a directory / s3:// prefix holding snapshots (newest is taken)",
     )
     r.add_argument("--force", action="store_true", help="replace a data dir that holds data")
     r.add_argument(
@@ -213,8 +198,8 @@ def _delete_command(sub: Subparsers) -> None:
         default=None,
         help="the sessions' cwd (their partition key) when no --data is at hand",
     )
-    setting(p, "--url", help="base URL of a running sessionq serve (embedded mode)")
-    setting(p, "--token-file", type=Path, help="file holding that serve's bearer token")
+    setting(p, "--url")
+    setting(p, "--token-file", type=Path)
 
 
 def _node_command(sub: Subparsers) -> None:
@@ -223,41 +208,36 @@ def _node_command(sub: Subparsers) -> None:
     )
     flags.bootstrap(p)
     flags.data(p, "data directory (one store per partition inside)")
-    setting(p, "--group", help="consumer group of the nodes")
-    setting(p, "--keyring", type=Path, help="host public keys that may vouch for callers")
+    setting(p, "--group")
+    setting(p, "--keyring", type=Path)
     setting(
         p,
         "--insecure-unauthenticated-callers",
         action="store_true",
-        help="answer requests without a caller token (trusted networks only)",
     )
     setting(
         p,
         "--reply-topics",
         nargs="+",
         metavar="PATTERN",
-        help="fnmatch patterns a request's reply_to must match (besides the replies topic)",
     )
     setting(
         p,
         "--standby-replicas",
         type=nonneg_int,
-        help="warm copies of other nodes' partitions to keep (failover within seconds)",
     )
-    setting(p, "--snapshot-to", help="publish per-partition snapshots here (dir or s3://…)")
+    setting(p, "--snapshot-to")
     setting(
         p,
         "--snapshot-every",
         metavar="DURATION",
-        help="publish snapshots this often (seconds, or 90s / 15m / 1h / 2d)",
     )
-    setting(p, "--snapshot-keep", type=positive_int, help="complete snapshots kept per partition")
-    setting(p, "--snapshot-from", help="restore gained partitions without a store from here")
+    setting(p, "--snapshot-keep", type=positive_int)
+    setting(p, "--snapshot-from")
     setting(
         p,
         "--session-timeout-ms",
         type=positive_int,
-        help="a node silent this long loses its partitions",
     )
     flags.retention(p)
     flags.commit_bytes(p)
@@ -268,19 +248,19 @@ def _node_command(sub: Subparsers) -> None:
 
 def _mcp_command(sub: Subparsers) -> None:
     p = command(sub, "mcp", "serve the five tools over MCP (stdio or Streamable HTTP)")
-    setting(p, "--transport", choices=["stdio", "http"], help="stdio or http")
+    setting(p, "--transport", choices=["stdio", "http"])
     flags.data(p, "data directory (embedded store)")
-    setting(p, "--sessions", nargs="+", type=Path, help="dsh roots or log files to ingest, watch")
+    setting(p, "--sessions", nargs="+", type=Path)
     flags.log_format(p)
     flags.bootstrap(p, "answer through a Kafka cluster instead")
-    setting(p, "--listen", help="HTTP HOST:PORT (--transport http)")
-    setting(p, "--token-file", type=Path, help="file holding the HTTP bearer token")
-    setting(p, "--watch", choices=["auto", "poll"], help="file notifications (auto) or polling")
-    setting(p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)")
-    setting(p, "--caller", help="the caller session id (else discovered by working directory)")
-    setting(p, "--workspace", help="the caller's cwd, vouched for in its token (Kafka)")
-    setting(p, "--signing-key", type=Path, help="host private key that signs the caller")
-    setting(p, "--key-id", help="the signing key's id in the workers' keyring")
+    setting(p, "--listen")
+    setting(p, "--token-file", type=Path)
+    setting(p, "--watch", choices=["auto", "poll"])
+    setting(p, "--allowed-hosts", nargs="+", metavar="NAME")
+    setting(p, "--caller")
+    setting(p, "--workspace")
+    setting(p, "--signing-key", type=Path)
+    setting(p, "--key-id")
     redact_flag(p)
     flags.tool_limits(p)
     flags.service(p)
@@ -293,14 +273,13 @@ def _serve_command(sub: Subparsers) -> None:
         "--sessions",
         nargs="+",
         type=Path,
-        help=f"the folders your agents write their logs in ({LOGS}) or log files",
     )
     flags.log_format(p)
     flags.data(p)
-    setting(p, "--listen", help="HTTP HOST:PORT")
-    setting(p, "--watch", choices=["auto", "poll"], help="file notifications (auto) or polling")
-    setting(p, "--token-file", type=Path, help="file holding the HTTP API's bearer token")
-    setting(p, "--allowed-hosts", nargs="+", metavar="NAME", help="extra Host names (no token)")
+    setting(p, "--listen")
+    setting(p, "--watch", choices=["auto", "poll"])
+    setting(p, "--token-file", type=Path)
+    setting(p, "--allowed-hosts", nargs="+", metavar="NAME")
     flags.retention(p)
     redact_flag(p)
     flags.tool_limits(p)

@@ -13,12 +13,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
-from aiohttp import web
-
 from indexer.metrics import Metrics
 from indexer.settings import ServiceSettings
 from worker.cli.logs import configure_logging
-from worker.http.ops import Readiness, ops_routes, serve_on
+from worker.transports.http.ops import Readiness, ops_app
+from worker.web.server import HttpServer
 
 
 def setup_logging(settings: ServiceSettings) -> None:
@@ -33,18 +32,16 @@ async def serve_ops(
     metrics: Metrics,
     ready: Readiness,
     notes: Callable[[], dict[str, str]] | None = None,
-) -> web.AppRunner | None:
+) -> HttpServer | None:
     """Start ``/metrics``, ``/healthz``, ``/readyz`` on the role's ``--metrics-listen``
     socket, bound at the door (``worker.cli.door.metrics_socket``; None: disabled)."""
     if sock is None:
         return None
-    app = web.Application()
-    app.add_routes(ops_routes(metrics, ready, notes))
-    runner = await serve_on(app, sock)
+    server = await HttpServer.start(ops_app(metrics, ready, notes), sock)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"metrics on {shown}:{port}", file=sys.stderr)
-    return runner
+    return server
 
 
 T = TypeVar("T")
@@ -53,8 +50,8 @@ EventLoop = Literal["uvloop", "asyncio"]
 
 def loop_factory(name: EventLoop) -> Callable[[], asyncio.AbstractEventLoop]:
     """The one choice of event loop. uvloop runs the loop, the sockets and the timers in
-    C (libuv): a ``serve`` call costs about 20 µs less CPU (``bench/bench_cpu.py``). Where
-    uvloop is not installed (it has no Windows build), the standard library's loop."""
+    C (libuv), so each request costs less CPU (``bench/bench_cpu.py``). Where uvloop is
+    not installed (it has no Windows build), the standard library's loop."""
     if name == "uvloop":
         try:
             import uvloop

@@ -1,5 +1,5 @@
 """``sessionq serve``: embedded mode in the foreground — the local source applies the
-watched logs (``worker.local_service``), the HTTP API answers (``worker.http.api``).
+watched logs (``worker.local_service``), the HTTP API answers (``worker.transports.http.api``).
 
 Order: settings -> the checks at the door (``worker.cli.door``: the session paths, the
 data dir, the listen port bound now) -> the HTTP server on that socket -> the local
@@ -40,7 +40,7 @@ def _token(settings: ServeSettings) -> str | None:
 
 
 def _address(settings: ServeSettings) -> tuple[str, int]:
-    from worker.http.ops import parse_listen
+    from worker.transports.http.ops import parse_listen
 
     try:
         return parse_listen(settings.listen)
@@ -62,8 +62,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     fmt = None if settings.format == "auto" else settings.format
 
     async def main(stopping: asyncio.Event) -> None:
-        from worker.http.api import HttpApi
         from worker.local_service import LocalService
+        from worker.transports.http.api import HttpApi
         from worker.webguard.origin import allowed_names
 
         local = LocalService(
@@ -77,7 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             redaction=settings.redaction,
         )
         names = allowed_names(host, settings.allowed_hosts)
-        runner, _ = await HttpApi(local, token=token).start(sock, names)
+        server, _ = await HttpApi(local, token=token).start(sock, names)
         shown = f"[{host}]" if ":" in host else host
         base = f"http://{shown}:{sock.getsockname()[1]}"
         print(f"sessionq serving on {base} (indexing...)", file=sys.stderr, flush=True)
@@ -91,7 +91,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 await stop
             ready.cancel()
         finally:
-            await runner.cleanup()
+            await server.close()
             await local.stop()
             local.close()
 

@@ -169,8 +169,8 @@ async def _call_over_kafka(
 ) -> Reply:
     from worker.cli import door
     from worker.contract.errors import CALLER_UNAUTHENTICATED, TOOL_TIMEOUT
-    from worker.kafka.client import call_once
-    from worker.kafka.preflight import caller_warnings, refusal_hint, timeout_hint
+    from worker.host.client import call_once
+    from worker.host.preflight import caller_warnings, refusal_hint, timeout_hint
 
     assert settings.kafka is not None
     signer = door.signing_key(args.command, settings.key_id, settings.signing_key)
@@ -209,7 +209,7 @@ def _is_utf8(text: str) -> bool:
 
 def cmd_call(args: argparse.Namespace) -> int:
     from indexer.query.service import StoreQueryService
-    from worker.pipeline import Pipeline
+    from worker.calls.pipeline import Pipeline
     from worker.tools.access import Caller
 
     for flag, value in (("--caller", args.caller), ("--workspace", args.workspace)):

@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable
 from typing import Final, TypeVar
 
-from indexer.errors import SessionQueryError
+from indexer.errors import ErrorCode, SessionQueryError
 from worker.contract.deadline import CancelToken
 from worker.contract.errors import (
     TOOL_FAILED,
@@ -41,59 +41,59 @@ CIRCULAR: Final = "[circular error cause]"
 # Service code -> (model-visible code, fixed message). Codes mapped to TOOL_FAILED fall
 # through to the generic error.
 SAFE_FAILURES: Final[dict[str, tuple[str, str]]] = {
-    "SESSION_QUERY_ABORTED": ("SESSION_QUERY_ABORTED", "session query was cancelled"),
-    "SESSION_QUERY_CORRUPT_SESSION": (
-        "SESSION_QUERY_CORRUPT_SESSION",
+    ErrorCode.ABORTED: (ErrorCode.ABORTED, "session query was cancelled"),
+    ErrorCode.CORRUPT_SESSION: (
+        ErrorCode.CORRUPT_SESSION,
         "session event history is corrupt",
     ),
-    "SESSION_QUERY_EVENT_NOT_FOUND": (
-        "SESSION_QUERY_EVENT_NOT_FOUND",
+    ErrorCode.EVENT_NOT_FOUND: (
+        ErrorCode.EVENT_NOT_FOUND,
         "session event was not found",
     ),
-    "SESSION_QUERY_INDEX_FAILED": (
-        "SESSION_QUERY_INDEX_FAILED",
+    ErrorCode.INDEX_FAILED: (
+        ErrorCode.INDEX_FAILED,
         "session search index is unavailable",
     ),
-    "SESSION_QUERY_INVALID_CONFIG": (TOOL_FAILED, "session query operation failed"),
-    "SESSION_QUERY_INVALID_CURSOR": (
-        "SESSION_QUERY_INVALID_CURSOR",
+    ErrorCode.INVALID_CONFIG: (TOOL_FAILED, "session query operation failed"),
+    ErrorCode.INVALID_CURSOR: (
+        ErrorCode.INVALID_CURSOR,
         "session search continuation is invalid",
     ),
-    "SESSION_QUERY_INVALID_FILTER": (
-        "SESSION_QUERY_INVALID_FILTER",
+    ErrorCode.INVALID_FILTER: (
+        ErrorCode.INVALID_FILTER,
         "session query filters were rejected",
     ),
-    "SESSION_QUERY_INVALID_LIMIT": (
-        "SESSION_QUERY_INVALID_LIMIT",
+    ErrorCode.INVALID_LIMIT: (
+        ErrorCode.INVALID_LIMIT,
         "session query result limit was rejected",
     ),
-    "SESSION_QUERY_INVALID_QUERY": ("SESSION_QUERY_INVALID_QUERY", "session query was rejected"),
-    "SESSION_QUERY_INVALID_LINEAGE": (
-        "SESSION_QUERY_INVALID_LINEAGE",
+    ErrorCode.INVALID_QUERY: (ErrorCode.INVALID_QUERY, "session query was rejected"),
+    ErrorCode.INVALID_LINEAGE: (
+        ErrorCode.INVALID_LINEAGE,
         "session lineage is invalid",
     ),
-    "SESSION_QUERY_INVALID_SURFACE": (
-        "SESSION_QUERY_INVALID_SURFACE",
+    ErrorCode.INVALID_SURFACE: (
+        ErrorCode.INVALID_SURFACE,
         "session event history is invalid",
     ),
-    "SESSION_QUERY_INVALID_WINDOW": (
-        "SESSION_QUERY_INVALID_WINDOW",
+    ErrorCode.INVALID_WINDOW: (
+        ErrorCode.INVALID_WINDOW,
         "session event window is invalid",
     ),
-    "SESSION_QUERY_PERSISTENCE_FAILED": (
-        "SESSION_QUERY_PERSISTENCE_FAILED",
+    ErrorCode.PERSISTENCE_FAILED: (
+        ErrorCode.PERSISTENCE_FAILED,
         "session history storage is unavailable",
     ),
-    "SESSION_QUERY_SEARCH_DISABLED": (
-        "SESSION_QUERY_SEARCH_DISABLED",
+    ErrorCode.SEARCH_DISABLED: (
+        ErrorCode.SEARCH_DISABLED,
         "session search is disabled in this deployment",
     ),
-    "SESSION_QUERY_SESSION_NOT_FOUND": ("SESSION_QUERY_SESSION_NOT_FOUND", "session was not found"),
-    "SESSION_QUERY_STALE_CURSOR": (
-        "SESSION_QUERY_STALE_CURSOR",
+    ErrorCode.SESSION_NOT_FOUND: (ErrorCode.SESSION_NOT_FOUND, "session was not found"),
+    ErrorCode.STALE_CURSOR: (
+        ErrorCode.STALE_CURSOR,
         "session history changed while paging; retry the complete search call",
     ),
-    "SESSION_QUERY_SOURCE_CONFLICT": (TOOL_FAILED, "session query operation failed"),
+    ErrorCode.SOURCE_CONFLICT: (TOOL_FAILED, "session query operation failed"),
 }
 
 # Never swallowed: they steer the interpreter and the event loop, not the service.

@@ -13,21 +13,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from indexer.errors import SessionqError
+from indexer.errors import ErrorCode, SessionqError
 
-MISSING_AGENT: Final = "SESSION_QUERY_TOOL_MISSING_AGENT"
-UNAUTHORIZED: Final = "SESSION_QUERY_TOOL_UNAUTHORIZED"
-NO_CURRENT_STEP: Final = "SESSION_QUERY_TOOL_NO_CURRENT_STEP"
-TOOL_FAILED: Final = "SESSION_QUERY_TOOL_FAILED"
-INVALID_ARGS: Final = "INVALID_ARGS"
-TOOL_TIMEOUT: Final = "TOOL_TIMEOUT"
-TOOL_CANCELLED: Final = "TOOL_CANCELLED"
-INVALID_QUERY: Final = "SESSION_QUERY_INVALID_QUERY"
-INVALID_FILTER: Final = "SESSION_QUERY_INVALID_FILTER"
-SESSION_NOT_FOUND: Final = "SESSION_QUERY_SESSION_NOT_FOUND"
-CALLER_UNAUTHENTICATED: Final = "SESSION_QUERY_CALLER_UNAUTHENTICATED"
-BUSY: Final = "SESSION_QUERY_BUSY"
-MISROUTED: Final = "SESSION_QUERY_MISROUTED"  # a partitioned node got another partition's call
+MISSING_AGENT: Final = ErrorCode.MISSING_AGENT
+UNAUTHORIZED: Final = ErrorCode.UNAUTHORIZED
+NO_CURRENT_STEP: Final = ErrorCode.NO_CURRENT_STEP
+TOOL_FAILED: Final = ErrorCode.TOOL_FAILED
+INVALID_ARGS: Final = ErrorCode.INVALID_ARGS
+TOOL_TIMEOUT: Final = ErrorCode.TOOL_TIMEOUT
+TOOL_CANCELLED: Final = ErrorCode.TOOL_CANCELLED
+INVALID_QUERY: Final = ErrorCode.INVALID_QUERY
+INVALID_FILTER: Final = ErrorCode.INVALID_FILTER
+SESSION_NOT_FOUND: Final = ErrorCode.SESSION_NOT_FOUND
+CALLER_UNAUTHENTICATED: Final = ErrorCode.CALLER_UNAUTHENTICATED
+BUSY: Final = ErrorCode.BUSY
+MISROUTED: Final = ErrorCode.MISROUTED
 
 UNAUTHORIZED_MESSAGE: Final = "session target is outside the caller workspace"
 UNAUTHENTICATED_MESSAGE: Final = "the caller of this request is not authenticated"
@@ -57,6 +57,13 @@ class HarnessError(SessionqError):
 
     def failure(self) -> ToolFailure:
         return ToolFailure(self.code, self.message)
+
+
+class UnknownToolError(HarnessError):
+    """A call naming no session-query tool (``unknown_tool``): a transport that shows it
+    its own way (HTTP 404, MCP's invalid-params error) tells it by this type."""
+
+    code = INVALID_ARGS
 
 
 class InvalidArgsError(HarnessError):
@@ -150,23 +157,15 @@ UNKNOWN_TOOL_MESSAGE: Final = "invalid arguments: unknown session query tool"
 _SHOWN_NAME_CHARS: Final = 64
 
 
-def unknown_tool(name: object, known: Sequence[str]) -> HarnessError:
+def unknown_tool(name: object, known: Sequence[str]) -> UnknownToolError:
     """A call naming no session-query tool: ``INVALID_ARGS`` naming the tool (JSON-quoted
-    and cut to ``_SHOWN_NAME_CHARS``: it is host input) and the known ones. Every
-    transport maps this one result to its own form (``is_unknown_tool``)."""
+    and cut to ``_SHOWN_NAME_CHARS``: it is host input) and the known ones."""
     if isinstance(name, str):
         shown = name if len(name) <= _SHOWN_NAME_CHARS else name[:_SHOWN_NAME_CHARS] + "…"
         what = json.dumps(shown, ensure_ascii=False)
     else:
         what = "(not a string)"
-    return HarnessError(
-        f"{UNKNOWN_TOOL_MESSAGE} {what}; known tools: {', '.join(known)}", INVALID_ARGS
-    )
-
-
-def is_unknown_tool(code: str, message: str) -> bool:
-    """Whether a failure is ``unknown_tool``'s (a transport that shows it its own way)."""
-    return code == INVALID_ARGS and message.startswith(UNKNOWN_TOOL_MESSAGE + " ")
+    return UnknownToolError(f"{UNKNOWN_TOOL_MESSAGE} {what}; known tools: {', '.join(known)}")
 
 
 def cancellation_failure(reason: Any) -> ToolFailure:

@@ -9,10 +9,10 @@ POOL_IDS: Final = 256
 
 
 class RequestIds:
-    """Random (version 4) UUIDs, drawn from the OS's randomness ``POOL_IDS`` at a time:
-    one ``getrandom`` call per id cost a ``serve`` call about 8 µs of CPU
-    (``bench/README.md``), and each is spelled from its bytes' hex (what ``str(UUID)``
-    prints, without building a ``UUID``). Not thread-safe: one per event loop."""
+    """Random (version 4) UUIDs, drawn from the OS's randomness ``POOL_IDS`` at a time
+    (one system call per id is a measurable share of a call's CPU, ``bench/README.md``),
+    each spelled from its bytes' hex (what ``str(UUID)`` prints, without building a
+    ``UUID``). Not thread-safe: one per event loop."""
 
     __slots__ = ("_at", "_pool")
 

@@ -1,7 +1,7 @@
 """Build the frequent-token list the index ships (``indexer/store/tantivy/frequent_tokens.txt``).
 
 ``python -m worker.devtools.frequent_tokens [PATH...] [--top N] [--out FILE]`` reads real
-session logs (default: the corpus in ``tests/data/dsh``), tokenizes every event's search
+session logs (default: the corpus in ``shared/corpus/dsh``), tokenizes every event's search
 text with the index's own analyzer (``doc_tokens``) and writes the ``N`` tokens with the
 most occurrences, most frequent first, one a line. Single-character tokens are left out:
 they are frequent by rule (``indexer.store.tantivy.analyzer.frequent``).
@@ -31,7 +31,7 @@ from indexer.store.tantivy.analyzer import MAX_PAIR_TOKEN_CHARS, doc_tokens, san
 from indexer.surface.text import extract_text
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CORPUS = ROOT / "tests" / "data" / "dsh"
+DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "dsh"
 DEFAULT_OUT = ROOT / "indexer" / "store" / "tantivy" / "frequent_tokens.txt"
 DEFAULT_TOP = 300
 

@@ -1,7 +1,7 @@
 """Train the zstd dictionary the store ships (``indexer/store/zstd.dict``).
 
 ``python -m worker.devtools.zstd_dictionary [PATH...] [--size BYTES] [--out FILE]``
-reads real session logs (default: the corpus in ``tests/data/dsh``), cuts each into the
+reads real session logs (default: the corpus in ``shared/corpus/dsh``), cuts each into the
 store's blocks with the store's own encoder (``indexer.store.blocks.format``), trains a
 dictionary on those block payloads and prints how well it compresses logs it was not
 trained on (every fifth log is held out). Data dirs keep a copy of the dictionary their
@@ -30,7 +30,7 @@ from indexer.store.blocks.format import LEVEL, StoredEvent, encode, split_blocks
 from indexer.surface.text import extract_text
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CORPUS = ROOT / "tests" / "data" / "dsh"
+DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "dsh"
 DEFAULT_OUT = ROOT / "indexer" / "store" / "zstd.dict"
 DEFAULT_SIZE = 32 * 1024
 HOLD_OUT_EVERY = 5

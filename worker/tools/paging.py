@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from indexer.errors import ErrorCode
 from worker.contract.errors import HarnessError
 
 T = TypeVar("T")
@@ -29,7 +30,7 @@ class Collection(Generic[T]):
 def stalled_provider() -> HarnessError:
     """The provider claims more hits but returned fewer than asked: it cannot advance."""
     return HarnessError(
-        "session-search provider repeated a continuation cursor", "SESSION_QUERY_INVALID_CURSOR"
+        "session-search provider repeated a continuation cursor", ErrorCode.INVALID_CURSOR
     )
 
 

@@ -18,7 +18,7 @@ from indexer.query.protocol import QueryService
 from indexer.search_modes import DEFAULT_SEARCH_MODE, SearchMode
 from worker.contract.arguments import TOOL_NAMES, bound_violations, schema_violations
 from worker.contract.deadline import CancelToken
-from worker.contract.errors import HarnessError, InvalidArgsError, unknown_tool
+from worker.contract.errors import InvalidArgsError, UnknownToolError, unknown_tool
 from worker.tools.access import ResolvedCaller
 
 ArgsT = TypeVar("ArgsT")
@@ -29,12 +29,14 @@ Placement = Literal["loop", "thread"]
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a running tool may use: the query service, the deployment's result cap and
-    how a search query's text matches."""
+    """What a running tool may use: the query service, the deployment's result cap, how
+    a search query's text matches, and the call's options."""
 
     service: QueryService
     max_search_results: int
     search_mode: SearchMode = DEFAULT_SEARCH_MODE
+    source_agents: frozenset[str] | None = None
+    """A call's source-agent filter (``worker.tools.source_agents``; None: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +95,7 @@ def _registry() -> dict[str, Tool[Any]]:
 TOOLS: Final[Mapping[str, Tool[Any]]] = _registry()
 
 
-def lookup(name: object) -> Tool[Any] | HarnessError:
+def lookup(name: object) -> Tool[Any] | UnknownToolError:
     """The tool called ``name``, or the one unknown-tool error (``INVALID_ARGS`` naming
     it and the known tools): the only place a tool name is decided. A ``Tool`` (a
     transport that decided already, e.g. MCP) is taken as it is."""

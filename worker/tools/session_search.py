@@ -38,6 +38,7 @@ from worker.tools.access import (
 )
 from worker.tools.paging import collect
 from worker.tools.registry import Tool, ToolContext
+from worker.tools.source_agents import agent_session_ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +124,7 @@ def run(
     requested = parent_session_ids(args.parent_session_ids)
     if requested is not None or args.include_root_sessions is True:
         allowed = (
-            set()
-            if requested is None
-            else authorize_session_ids(service, caller, requested, token)
+            set() if requested is None else authorize_session_ids(service, caller, requested, token)
         )
         parents: list[str | None] = [i for i in requested or () if i in allowed]
         if args.include_root_sessions is True:
@@ -135,6 +134,8 @@ def run(
             return render.EMPTY_SESSION_SEARCH
         filters.append(ParentFilter(tuple(parents)))
     filters.append(CwdFilter((cwd,)))
+    if ctx.source_agents is not None:
+        filters.append(IdFilter(agent_session_ids(service, caller, ctx.source_agents, token)))
     session_clauses, event_clauses = tuple(filters), tuple(events)
     exclude = frozenset({caller.id})
 
@@ -163,9 +164,7 @@ def run(
         if hit.record.header.parent_session is not None
     ]
     authorized_parents = authorize_session_ids(service, caller, hit_parents, token)
-    titles = read_titles(
-        service, caller, [hit.record.header.id for hit in collected.items], token
-    )
+    titles = read_titles(service, caller, [hit.record.header.id for hit in collected.items], token)
     return render.session_search(collected.items, collected.capped, titles, authorized_parents)
 
 

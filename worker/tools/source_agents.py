@@ -9,7 +9,9 @@ workspace, to the ids of the matching sessions and intersected with the call's o
 own. It applies to ``session_search`` (the only tool that searches across sessions);
 the targeted tools take one session id the caller already names.
 
-:func:`restrict_arguments` is the entry point for other front ends (the MCP server).
+A transport decodes the filter (``take_extensions``, ``parse_agents``, ``require_search``)
+and hands it to the pipeline as a call option; ``session_search`` applies it
+(``agent_session_ids``).
 """
 
 from __future__ import annotations
@@ -20,25 +22,25 @@ from typing import Any, Final
 
 from indexer.model.search import CwdFilter
 from indexer.query.protocol import QueryService
-from indexer.query.types import SessionRecord
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken
-from worker.contract.errors import HarnessError
-from worker.tools.access import Caller, ResolvedCaller, record_authorized, resolve_caller
+from worker.tools.access import ResolvedCaller, record_authorized
 
 __all__ = [
     "EXTENSION_KEY",
     "NO_SESSION",
     "ExtensionError",
     "Extensions",
+    "agent_session_ids",
     "agents_of_query",
     "parse_agents",
-    "restrict_arguments",
-    "restrict_request",
+    "require_search",
     "take_extensions",
 ]
 
 EXTENSION_KEY: Final = "source_agent"
+EXTENSION_NAME: Final = f"extensions.{EXTENSION_KEY}"
+"""How the HTTP API's errors name the option; another transport passes its own name."""
 SEARCH_TOOL: Final = "session_search"
 MAX_AGENTS: Final = 16
 # A session id reserved for this: an empty intersection still runs the search (whose
@@ -58,7 +60,7 @@ class Extensions:
     error: str | None = None
 
 
-def parse_agents(value: Any) -> frozenset[str]:
+def parse_agents(value: Any, name: str = EXTENSION_NAME) -> frozenset[str]:
     """A source-agent filter value (1 to MAX_AGENTS names), or ExtensionError."""
     if (
         not isinstance(value, list)
@@ -67,15 +69,15 @@ def parse_agents(value: Any) -> frozenset[str]:
         or not all(isinstance(v, str) and v for v in value)
     ):
         raise ExtensionError(
-            f"extensions.{EXTENSION_KEY} must be a list of 1 to {MAX_AGENTS} agent names"
+            f"{name} must be a list of 1 to {MAX_AGENTS} agent names"
         )
     return frozenset(value)
 
 
 def take_extensions(body: Any) -> tuple[Any, Extensions]:
     """Split ``extensions`` off a ``/v1/call`` body; the rest is the request envelope.
-    A malformed value is kept as ``error``: :func:`restrict_request` raises it once the
-    envelope itself was found valid."""
+    A malformed value is kept as ``error``: the transport answers it once the envelope
+    itself was found valid."""
     if not isinstance(body, dict) or "extensions" not in body:
         return body, Extensions()
     rest = {k: v for k, v in body.items() if k != "extensions"}
@@ -100,70 +102,27 @@ def agents_of_query(query: Mapping[str, str]) -> frozenset[str] | None:
     return parse_agents([part.strip() for part in text.split(",")])
 
 
-async def restrict_arguments(
-    service: QueryService,
-    tool: str,
-    arguments: Any,
-    caller: Caller | None,
-    agents: Collection[str],
-    token: CancelToken | None = None,
-) -> Any:
-    """``arguments`` of a ``session_search`` call narrowed to sessions of ``agents``.
-
-    Order: (1) only ``session_search`` takes the filter (else :class:`ExtensionError`);
-    (2) arguments that are not an object, or a caller that cannot be resolved, are
-    returned unchanged: the tool reports those itself; (3) the caller's visible
-    sessions (its workspace, or itself without one) whose source agent is in
-    ``agents`` become ``session_ids``, intersected with the ones the call gave, in their
-    order; none left is :data:`NO_SESSION`.
-    """
+def require_search(tool: str, name: str = EXTENSION_NAME) -> None:
+    """The filter narrows ``session_search`` only: any other tool is an
+    :class:`ExtensionError` (the transport's decode step says so in its own form)."""
     if tool != SEARCH_TOOL:
-        raise ExtensionError(f"extensions.{EXTENSION_KEY} applies to {SEARCH_TOOL} only")
-    given = arguments.get("session_ids") if isinstance(arguments, dict) else None
-    malformed = given is not None and not (
-        isinstance(given, list) and all(isinstance(v, str) for v in given)
-    )
-    if not isinstance(arguments, dict) or caller is None or malformed:
-        return arguments
-    token = token if token is not None else CancelToken()
-    try:
-        resolved, records = await boundary.in_thread(
-            lambda: _visible_records(service, caller, token)
-        )
-    except HarnessError:  # not lost: the pipeline answers this caller with the same error
-        return arguments
-    wanted = set(agents)
-    allowed = [
-        r.header.id for r in records if record_authorized(r, resolved) and r.header.agent in wanted
-    ]
-    if isinstance(given, list):
-        keep = set(allowed)
-        allowed = [v for v in given if v in keep]
-    return {**arguments, "session_ids": allowed or [NO_SESSION]}
+        raise ExtensionError(f"{name} applies to {SEARCH_TOOL} only")
 
 
-def _visible_records(
-    service: QueryService, caller: Caller, token: CancelToken
-) -> tuple[ResolvedCaller, list[SessionRecord]]:
-    """The resolved caller and the sessions of its workspace (itself without one)."""
-    resolved = resolve_caller(service, caller, token)
-    cwd = resolved.header.cwd
+def agent_session_ids(
+    service: QueryService, caller: ResolvedCaller, agents: Collection[str], token: CancelToken
+) -> tuple[str, ...]:
+    """The sessions of ``caller``'s workspace it may see whose source agent is one of
+    ``agents`` (``session_search`` intersects its own filters with them, inside the call:
+    under its deadline, its cancel and its admission); none is ``(NO_SESSION,)``."""
+    cwd = caller.header.cwd
     if cwd is None:
-        own = boundary.call(token, "caller lookup", lambda: service.get_session(resolved.id))
-        return resolved, [] if own is None else [own]
+        return (NO_SESSION,)
     records = boundary.call(
         token, "workspace listing", lambda: service.filter_sessions([CwdFilter((cwd,))])
     )
-    return resolved, records
-
-
-async def restrict_request(
-    service: QueryService, tool: str, arguments: Any, caller: Caller | None, extensions: Extensions
-) -> Any:
-    """A call's ``arguments`` narrowed by its extensions (HTTP front end); raises
-    :class:`ExtensionError` for extensions that cannot be used."""
-    if extensions.error is not None:
-        raise ExtensionError(extensions.error)
-    if extensions.source_agents is None:
-        return arguments
-    return await restrict_arguments(service, tool, arguments, caller, extensions.source_agents)
+    wanted = set(agents)
+    ids = tuple(
+        r.header.id for r in records if r.header.agent in wanted and record_authorized(r, caller)
+    )
+    return ids or (NO_SESSION,)

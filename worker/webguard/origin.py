@@ -13,12 +13,9 @@ it), and any name is answered.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Collection
 from typing import Final
 from urllib.parse import urlsplit
-
-from aiohttp import web
-from aiohttp.typedefs import Middleware
 
 LOCAL_NAMES: Final = ("localhost", "127.0.0.1", "::1")
 
@@ -55,22 +52,3 @@ def _origin_name(origin: str) -> str | None:
         return parts.hostname if parts.scheme in ("http", "https") else None
     except ValueError:
         return None
-
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def rebinding_guard(names: frozenset[str]) -> Middleware:
-    """aiohttp middleware answering a refused request with the API's JSON error shape."""
-
-    @web.middleware
-    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        refused = refusal(request.headers.get("Host"), request.headers.get("Origin"), names)
-        if refused is not None:
-            status, message = refused
-            return web.json_response(
-                {"error": {"code": "FORBIDDEN_HOST", "message": message}}, status=status
-            )
-        return await handler(request)
-
-    return guard

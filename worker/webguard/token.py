@@ -45,7 +45,7 @@ def is_loopback(host: str) -> bool:
 
 def token_matches(given: str | None, token: str) -> bool:
     """Constant-time comparison of a presented token with the expected one, as bytes.
-    A header aiohttp decoded keeps its non-UTF-8 bytes as lone surrogates, which
+    A header decoded with ``surrogateescape`` keeps its non-UTF-8 bytes as lone surrogates, which
     ``surrogatepass`` encodes (so they mismatch) instead of raising."""
     if given is None:
         return False

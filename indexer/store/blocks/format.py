@@ -55,7 +55,7 @@ from indexer.model.event import dump_json, load_json
 BLOCK_BYTES: Final = 32 * 1024
 BLOCK_EVENTS: Final = 1024
 LEVEL: Final = 3
-SEALED_LEVEL: Final = 6  # 9 saves 4 % more for 1.6x the CPU, 19 little more (bench/README.md)
+SEALED_LEVEL: Final = 6  # higher levels save little for much more CPU (bench/README.md)
 SHIPPED_DICTIONARY: Final = "zstd.dict"
 NO_DICTIONARY: Final = 0
 

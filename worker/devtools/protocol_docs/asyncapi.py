@@ -12,7 +12,7 @@ from worker.contract.arguments import TOOL_DEFINITIONS
 from worker.devtools.protocol_docs.examples import EXAMPLES
 from worker.devtools.protocol_docs.parts import Schema
 from worker.devtools.protocol_docs.schemas import build_schemas
-from worker.kafka.topics import topic_specs
+from worker.host.topics import topic_specs
 
 ASYNCAPI_VERSION: Final = "3.0.0"
 KAFKA_BINDING_VERSION: Final = "0.5.0"

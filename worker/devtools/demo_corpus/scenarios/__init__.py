@@ -26,6 +26,8 @@ from worker.devtools.demo_corpus.scenarios.web_shop import (
     SHOP_SEARCH,
 )
 
+__all__ = ["FOLLOW_UP", "SCENARIOS"]
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     PAY_IDEMPOTENCY,
     SHOP_FLAKY_PARSER,
