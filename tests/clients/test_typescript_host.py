@@ -27,12 +27,14 @@ from typing import Any
 import pytest
 from aiokafka.partitioner import murmur2
 
-from tests.fixtures.kafka import TopicFactory, UniqueName
+from indexer.errors import ErrorCode
+from tests.fixtures.kafka import KafkaCase
 from tests.fixtures.processes import REPO, sessionq
 from tests.kafka.harness import create_topics, ingest_reference
 from tests.kafka.processes import Processes
 from tests.kafka.test_e2e import CALLS
 from worker.authn.binding import envelope_digest
+from worker.contract.boundary import SAFE_FAILURES
 
 PACKAGE = REPO / "clients" / "typescript"
 NPM_TIMEOUT_S = 600
@@ -199,18 +201,22 @@ def test_digests_placement_and_tool_definitions_equal_this_side_s(
     shipped = json.loads((PACKAGE / "manifest.json").read_text())
     regenerate = "run `sessionq manifest > clients/typescript/manifest.json`"
     assert shipped == declared, regenerate
+    assert sorted(out["codes"]) == sorted(reply_codes())
+
+
+def reply_codes() -> set[str]:
+    """Every code a reply's error can carry: the closed set but for sessionq's own record
+    and delivery codes and the service codes the reply boundary replaces."""
+    replaced = {code for code, (shown, _) in SAFE_FAILURES.items() if shown != code}
+    return {c.value for c in ErrorCode if not c.startswith("SESSIONQ_") and c not in replaced}
 
 
 # ---- end to end --------------------------------------------------------------------------------
 @pytest.mark.slow
 async def test_a_typescript_host_against_the_python_workers(
-    ts_package: Path,
-    kafka_bootstrap: str,
-    topic_factory: TopicFactory,
-    unique_name: UniqueName,
-    corpus_dir: Path,
-    tmp_path: Path,
+    ts_package: Path, kafka_case: KafkaCase, corpus_dir: Path
 ) -> None:
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics = await create_topics(kafka_bootstrap, topic_factory, events=3, requests=3, replies=2)
     reference, data = tmp_path / "reference", tmp_path / "data"
     ingest_reference(reference, [corpus_dir])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.waiting import wait_until
-from tests.kafka.broker import BrokerStartError, start_local_broker
+from tests.kafka.broker import Broker
 
 pytestmark = pytest.mark.kafka
 REPO = Path(__file__).resolve().parents[2]
@@ -40,13 +40,9 @@ def quickstart_env(kafka_dir: Path) -> dict[str, str]:
 
 
 async def test_a_broker_that_goes_away_is_one_warning_and_sigterm_still_stops(
-    tmp_path: Path,
+    own_broker: Broker, tmp_path: Path
 ) -> None:
-    kafka_dir = tmp_path / "kafka"
-    try:
-        broker = start_local_broker(kafka_dir)
-    except BrokerStartError as exc:
-        pytest.skip(f"no local Kafka broker: {exc}")
+    broker, kafka_dir = own_broker, tmp_path / "kafka"
     procs: dict[str, subprocess.Popen[bytes]] = {}
     logs = {name: tmp_path / f"{name}.log" for name in ("indexer", "worker")}
     try:
@@ -100,4 +96,3 @@ async def test_a_broker_that_goes_away_is_one_warning_and_sigterm_still_stops(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        broker.stop()

@@ -11,7 +11,7 @@ import pytest
 
 from indexer.query.service import StoreQueryService
 from tests.builders import header, user
-from tests.fixtures.kafka import KafkaCase, TopicFactory, UniqueName
+from tests.fixtures.kafka import KafkaCase
 from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     Call,
@@ -86,12 +86,9 @@ CALLS = [
 
 @pytest.mark.slow
 async def test_whole_corpus_replies_over_kafka_equal_in_process_answers(
-    kafka_bootstrap: str,
-    topic_factory: TopicFactory,
-    unique_name: UniqueName,
-    corpus_dir: Path,
-    tmp_path: Path,
+    kafka_case: KafkaCase, corpus_dir: Path
 ) -> None:
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics = Topics(
         kafka_bootstrap,
         events=await topic_factory(partitions=3),

@@ -14,7 +14,7 @@ from typing import Final
 import pytest
 
 from tests.fixtures.waiting import wait_until
-from tests.kafka.broker import BrokerStartError, start_local_broker
+from tests.kafka.broker import Broker, start_local_broker
 from tests.kafka.processes import CliProcess
 
 pytestmark = pytest.mark.kafka
@@ -25,13 +25,9 @@ MOST_PER_S: Final = 2.0  # every client of a role together; unthrottled it is ~2
 
 
 async def test_roles_back_off_while_the_broker_is_gone_and_come_back_with_it(
-    tmp_path: Path,
+    own_broker: Broker, tmp_path: Path
 ) -> None:
-    kafka_dir = tmp_path / "kafka"
-    try:
-        broker = start_local_broker(kafka_dir)
-    except BrokerStartError as exc:
-        pytest.skip(f"no local Kafka broker: {exc}")
+    broker, kafka_dir = own_broker, tmp_path / "kafka"
     procs: dict[str, CliProcess] = {}
     try:
         env = {"SESSIONQ_BOOTSTRAP": broker.bootstrap, "SESSIONQ_METRICS_LISTEN": "",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from indexer.query.service import StoreQueryService
-from tests.fixtures.kafka import TopicFactory, UniqueName
+from tests.fixtures.kafka import KafkaCase
 from tests.fixtures.waiting import wait_until
 from tests.kafka.harness import (
     Call,
@@ -61,12 +61,9 @@ def split_between(a: CliProcess, b: CliProcess) -> bool:
 
 
 async def test_two_worker_processes_share_the_load_and_survive_a_sigkill(
-    kafka_bootstrap: str,
-    topic_factory: TopicFactory,
-    unique_name: UniqueName,
-    corpus_dir: Path,
-    tmp_path: Path,
+    kafka_case: KafkaCase, corpus_dir: Path
 ) -> None:
+    kafka_bootstrap, topic_factory, unique_name, tmp_path = kafka_case.parts()
     topics = await create_topics(
         kafka_bootstrap, topic_factory, events=1, requests=PARTITIONS, replies=2
     )

@@ -16,7 +16,7 @@ from typing import Any
 from indexer.environment import env_name
 from indexer.formats import SOURCE_FORMATS
 from indexer.search_modes import SEARCH_MODES
-from worker.cli.flag_defaults import DEFAULTS, HELP
+from worker.cli.flag_defaults import DEFAULTS, HELP, HELP_OF
 
 
 def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
@@ -32,7 +32,7 @@ def setting_as(parser: argparse.ArgumentParser, flags: list[str], dest: str, **k
     command = parser.prog.removeprefix("sessionq ")
     default = DEFAULTS.get(command, {}).get(dest)
     said = f"default: {default}; {env_name(dest)}" if default is not None else env_name(dest)
-    text = HELP.get(command, {}).get(dest) or kwargs.get("help", "")
+    text = HELP_OF.get(command, {}).get(dest, HELP.get(dest)) or kwargs.get("help", "")
     kwargs["help"] = f"{text} ({said})".strip().replace("%", "%%")
     parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, **kwargs)
 
