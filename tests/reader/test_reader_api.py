@@ -4,15 +4,22 @@ merged, subagents linked), paged, authorized as the tools authorize, and redacte
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
 
 from tests.builders import BASE_TIME, assistant, chunk, header, plain, user
 from tests.fixtures.serve import Served, running_embedded
 from tests.indexer.test_record_path import write_log
 from worker.devtools.demo_corpus.layout import session_path
 from worker.reader.markdown import TAGS
+from worker.transports.http.reader_api import MAX_READS, MAX_WAITING
 
 TOKEN = "ghp_" + "Zx8Qm3Lp7Rt2Vb9Nc4Df6Gs1Jk5Hw0Ya2Eu7Io"
 
@@ -313,3 +320,46 @@ async def test_hostile_shapes_and_sizes_answer_and_stay_bounded(tmp_path: Path) 
             assert status == 400 and body["error"]["code"] == "BAD_REQUEST", (query, body)
         status, body = await get(http, f"{base}/v1/sessions?caller=odd&step_seq=%C2%B2")
         assert status == 400, body
+
+
+async def test_reads_beyond_the_waiting_bound_are_refused_not_queued(served: Served) -> None:
+    """``MAX_READS`` reads run, ``MAX_WAITING`` wait, the next is a 503 at once; a waiter
+    that goes away frees its place; the held ones all finish once the reads end."""
+    reader = served.embedded.reader
+    idem = served.summary.find("pay-idempotency")
+    scope = {"type": "http", "method": "GET", "path": "/v1/transcript", "headers": []}
+    request = Request({**scope, "query_string": f"caller={idem.id}".encode()})
+    release, lock, running = threading.Event(), threading.Lock(), [0]
+
+    def held(_reader: Any, session: str) -> str:
+        with lock:
+            running[0] += 1
+        release.wait(60)
+        return session
+
+    async def settled(what: str, done: Callable[[], bool]) -> None:
+        for _ in range(2_000):
+            if done():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(what)
+
+    try:
+        tasks = [asyncio.create_task(reader._read(request, held)) for _ in range(MAX_READS)]
+        await settled("the reads run", lambda: running[0] == MAX_READS)
+        tasks += [asyncio.create_task(reader._read(request, held)) for _ in range(MAX_WAITING)]
+        await settled("the rest wait", lambda: reader._waiting == MAX_WAITING)
+
+        refused = await reader._read(request, held)
+        assert isinstance(refused, Response) and refused.status_code == 503
+        assert b"BUSY" in bytes(refused.body)
+
+        tasks[-1].cancel()  # a waiter whose client went away
+        await settled("its place is free", lambda: reader._waiting == MAX_WAITING - 1)
+        tasks[-1] = asyncio.create_task(reader._read(request, held))
+        await settled("taken again", lambda: reader._waiting == MAX_WAITING)
+    finally:
+        release.set()
+    answers = await asyncio.gather(*tasks)
+    assert answers == [idem.id] * (MAX_READS + MAX_WAITING)
+    assert reader._waiting == 0 and running[0] == MAX_READS + MAX_WAITING
