@@ -6,7 +6,8 @@
 writes ``console-transcript.png`` (a session read as a conversation: a tool call opened,
 its subagent linked), ``console-palette.png`` (the search palette, matches marked),
 ``console-picker.png`` (choosing whom to read as), ``console-model.png`` (the model view:
-lineage and events as the tools answer them) and ``console-playground.png``. The demo's
+lineage and events as the tools answer them), ``console-playground.png`` and
+``console-usage.png`` (the caller's workspace by day and by agent). The demo's
 Chinese titles need a CJK font on the machine (Debian: ``fonts-wqy-zenhei``).
 """
 
@@ -23,7 +24,7 @@ from worker.devtools.demo_corpus import write_demo_corpus
 from .chromium import chromium, click, run_and_wait, screenshot, wait_answer, wait_js
 
 WIDTH, HEIGHT = 1360, 900
-NAMES = ("transcript", "palette", "picker", "model", "playground")
+NAMES = ("transcript", "palette", "picker", "model", "playground", "usage")
 
 
 async def take(out: Path) -> list[Path]:
@@ -73,6 +74,9 @@ async def take(out: Path) -> list[Path]:
             state, _ = await run_and_wait(page)
             assert state == "ok", "the default query answers"
             await screenshot(page, paths[4], WIDTH, HEIGHT)
+            await click(page, "#tab-usage")
+            await wait_js(page, "document.getElementById('usage').dataset.state === 'ok'", "usage")
+            await screenshot(page, paths[5], WIDTH, HEIGHT)
     return paths
 
 

@@ -232,3 +232,48 @@ async def test_hostile_log_text_is_inert_in_the_conversation(tmp_path: Path) -> 
         # the megabyte line is shown cut, as text, in one block
         shown = await page.js("document.querySelector('#transcript article.user').textContent")
         assert "<img src=x onerror=window.__pwned=5>" in shown and "more characters" in shown
+
+
+async def test_usage_counts_the_callers_workspace_by_day_and_agent(
+    served: Served, tmp_path: Path
+) -> None:
+    """The usage view counts what ``/v1/sessions`` lists for the caller, and nothing of
+    another workspace."""
+    chromium_binary()
+    idem = served.summary.find("pay-idempotency")
+    listed = await served.get_json(f"/v1/sessions?caller={idem.id}")
+    expected: dict[str, list[int]] = {}
+    for s in listed:
+        row = expected.setdefault(s["source_agent"] or "dsh", [0, 0, 0])
+        row[0] += 1
+        row[1] += s["parent"] is not None
+        row[2] += s["last_seq"] + 1
+    assert any(row[1] for row in expected.values())  # subagents among them
+    mine = [s for s in served.summary.sessions if s.cwd == idem.cwd]
+    assert len(mine) < len(served.summary.sessions)  # other workspaces are not counted
+    assert len(listed) == len(mine)
+    assert sum(row[2] for row in expected.values()) == sum(s.events for s in mine)
+
+    async with chromium(f"{served.base}/?caller={idem.id}#/", tmp_path / "p") as page:
+        loaded = "(document.getElementById('caller') || {dataset: {}}).dataset.loaded > 0"
+        await wait_js(page, loaded, "the caller's sessions")
+        await click(page, "#tab-usage")
+        await wait_js(
+            page,
+            f"document.getElementById('usage').dataset.sessions === '{len(listed)}'",
+            "the usage view",
+        )
+        rows = await page.js(
+            "[...document.querySelectorAll('#usage-agents tr')].map(tr =>"
+            " [...tr.children].slice(0, 4).map(c => c.textContent))"
+        )
+        shown = {r[0]: [int(x.replace(",", "")) for x in r[1:]] for r in rows}
+        assert shown == expected
+        days = await page.js(
+            "[...document.querySelectorAll('#usage-days tr')].map(tr =>"
+            " Number(tr.children[1].textContent.replace(/,/g, '')))"
+        )
+        assert sum(days) == len(listed) and all(n > 0 for n in days)
+        assert "#/usage" in await page.js("location.hash")
+        scope = await page.js("document.getElementById('usage-scope').textContent")
+        assert idem.cwd in scope

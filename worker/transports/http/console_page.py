@@ -40,6 +40,7 @@ ASSETS: Final = {
     "palette.js": "text/javascript",
     "picker.js": "text/javascript",
     "exporter.js": "text/javascript",
+    "usage.js": "text/javascript",
 }
 CONTENT_SECURITY_POLICY: Final = "; ".join(
     [

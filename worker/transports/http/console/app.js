@@ -4,7 +4,7 @@
 //   #/  browse, the caller's own session          #/s/<id>  a session's conversation
 //   #/s/<id>/t/<seq>  the conversation at an event  #/s/<id>/e/<seq>  the model view at an event
 //   #/s/<id>/model  the model view                 #/search/<query>  a workspace search
-//   #/playground  #/status
+//   #/usage  #/playground  #/status
 // so every link is a plain <a href>, a view can be shared and reloaded, and back/forward
 // walk the history.
 
@@ -16,11 +16,12 @@ import { renderCandidates, wirePicker } from "./picker.js";
 import * as playground from "./playground.js";
 import { watchStatus } from "./status.js";
 import { forgetTranscript, wireTranscript } from "./transcript.js";
+import { renderUsage } from "./usage.js";
 
 takeTokenFromUrl();
 
 const $ = (id) => document.getElementById(id);
-const VIEWS = ["browse", "playground", "status"];
+const VIEWS = ["browse", "usage", "playground", "status"];
 const MAX_LISTED = 500; // /v1/sessions' bound (worker/http/console_api.py)
 
 const ctx = {
@@ -81,6 +82,7 @@ async function loadWorkspace() {
   browse.renderSessionList(ctx);
   browse.refreshFacts(ctx);
   playground.callerChanged(ctx);
+  if (document.body.dataset.view === "usage") renderUsage(ctx);
   return ok;
 }
 
@@ -124,6 +126,7 @@ function route() {
   const parts = (location.hash.replace(/^#/, "") || "/").split("/").slice(1);
   const view = VIEWS.includes(parts[0]) && parts[0] !== "browse" ? parts[0] : "browse";
   showView(view);
+  if (view === "usage") renderUsage(ctx);
   if (view !== "browse") return;
   $("tab-browse").href = location.hash || "#/"; // back to this place from the other views
   if (!ctx.callerId) return;
