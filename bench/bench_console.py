@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_store import machine
-from tests.builders import BASE_TIME, header, plain
+from tests.builders import BASE_TIME, header, plain, user
 from tests.fixtures.serve import running_embedded
 from tests.indexer.test_record_path import write_log
 from tests.reader.test_reader_api import tool_call, tool_result
@@ -76,18 +76,7 @@ def turn(seq: int, t: int) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = [
         plain(seq, "turn/start", {"turn": t}),
         plain(seq + 1, "step/start", {"turn": t, "step": 1}),
-        {
-            "type": "user/message",
-            "seq": seq + 2,
-            "time": at,
-            "data": {
-                "content": [{"type": "text", "text": prompt}],
-                "source": {"kind": "user"},
-                "role": "user",
-                "id": f"u-{t}",
-            },
-            "surfaceOp": "append",
-        },
+        user(seq + 2, prompt, time=at, msg_id=f"u-{t}"),
     ]
     events += [
         plain(
