@@ -11,7 +11,9 @@ the targeted tools take one session id the caller already names.
 
 A transport decodes the filter (``take_extensions``, ``parse_agents``, ``require_search``)
 and hands it to the pipeline as a call option; ``session_search`` applies it
-(``agent_session_ids``).
+(``agent_session_ids``). A pipeline reached over Kafka takes no call options: a host
+holding a replica narrows the call's ``session_ids`` with it before sending
+(``narrowed_arguments``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from indexer.model.search import CwdFilter
 from indexer.query.protocol import QueryService
 from worker.contract import boundary
 from worker.contract.deadline import CancelToken
-from worker.tools.access import ResolvedCaller, record_authorized
+from worker.contract.errors import HarnessError
+from worker.tools.access import Caller, ResolvedCaller, record_authorized, resolve_caller
 
 __all__ = [
     "EXTENSION_KEY",
@@ -33,6 +36,7 @@ __all__ = [
     "Extensions",
     "agent_session_ids",
     "agents_of_query",
+    "narrowed_arguments",
     "parse_agents",
     "require_search",
     "take_extensions",
@@ -68,9 +72,7 @@ def parse_agents(value: Any, name: str = EXTENSION_NAME) -> frozenset[str]:
         or len(value) > MAX_AGENTS
         or not all(isinstance(v, str) and v for v in value)
     ):
-        raise ExtensionError(
-            f"{name} must be a list of 1 to {MAX_AGENTS} agent names"
-        )
+        raise ExtensionError(f"{name} must be a list of 1 to {MAX_AGENTS} agent names")
     return frozenset(value)
 
 
@@ -126,3 +128,32 @@ def agent_session_ids(
         r.header.id for r in records if r.header.agent in wanted and record_authorized(r, caller)
     )
     return ids or (NO_SESSION,)
+
+
+def narrowed_arguments(
+    service: QueryService,
+    caller: Caller,
+    arguments: Any,
+    agents: Collection[str],
+    token: CancelToken,
+) -> Any:
+    """``session_search``'s ``arguments`` with ``session_ids`` narrowed to the sessions
+    ``agent_session_ids`` finds in ``service`` (a replica), intersected with the ones the
+    call gave, in their order. Arguments the tool will refuse go unchanged (the tool says
+    why); a caller the replica does not know narrows to ``NO_SESSION``: the filter is
+    never dropped."""
+    given = arguments.get("session_ids") if isinstance(arguments, dict) else None
+    malformed = given is not None and not (
+        isinstance(given, list) and all(isinstance(v, str) for v in given)
+    )
+    if not isinstance(arguments, dict) or malformed:
+        return arguments
+    try:
+        resolved = resolve_caller(service, caller, token)
+    except HarnessError:
+        return {**arguments, "session_ids": [NO_SESSION]}
+    allowed = agent_session_ids(service, resolved, agents, token)
+    if given is not None:
+        keep = set(allowed)
+        allowed = tuple(v for v in given if v in keep) or (NO_SESSION,)
+    return {**arguments, "session_ids": list(allowed)}

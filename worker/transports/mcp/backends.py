@@ -34,6 +34,7 @@ from indexer.settings import KafkaSettings
 from worker.authn.tokens import CallerSigner
 from worker.calls.limits import ToolLimits
 from worker.calls.tool_call import deadline_for
+from worker.contract import boundary
 from worker.contract.deadline import CancelToken, Deadline
 from worker.contract.envelopes import Reply, reply_for
 from worker.contract.errors import ToolFailure
@@ -41,6 +42,7 @@ from worker.contract.outcome import ToolReply
 from worker.local_service import LocalService
 from worker.tools.access import Caller
 from worker.tools.registry import Tool
+from worker.tools.source_agents import narrowed_arguments
 from worker.transports.mcp.binding import BoundCaller
 
 log = logging.getLogger("sessionq.mcp")
@@ -220,12 +222,21 @@ class KafkaBackend:
         return deadline_for(self.limits, tool, timeout_ms, None)
 
     async def call(self, call: McpCall) -> Reply:
-        """Over Kafka; a source-agent filter never reaches here (``check_extensions``:
-        it needs the store). Cancelling this task publishes the cancel record
+        """Over Kafka. The workers take no source-agent filter: it narrows the call's
+        ``session_ids`` with this host's replica first (``check_extensions`` let it through
+        only with one). Cancelling this task publishes the cancel record
         (``SessionqClient.call``)."""
+        arguments = call.arguments
+        agents, service = call.source_agents, self._service
+        if agents is not None and service is not None:
+            token = CancelToken(deadline=call.deadline)
+            caller = Caller(call.caller.session_id)
+            arguments = await boundary.in_thread(
+                lambda: narrowed_arguments(service, caller, call.arguments, agents, token)
+            )
         return await self.client.call(
             call.tool.name,
-            call.arguments,
+            arguments,
             session_id=call.caller.session_id,
             timeout_ms=call.deadline.budget_ms,
             workspace=call.caller.workspace,
