@@ -13,7 +13,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Admin, Consumer, Kafka, Producer } from "kafkajs";
-import { Partitioners } from "kafkajs";
+import { PRODUCER_CONFIG, routingKey } from "./routing.js";
 import { SessionqToolError, type ErrorCode } from "./codes.js";
 import { unsignable } from "./jcs.js";
 import { CallerSigner } from "./tokens.js";
@@ -111,7 +111,7 @@ export class SessionqClient {
     this.replyTopic = options.replyTopic ?? REPLIES_TOPIC;
     this.signer = options.signer;
     this.warn = options.warn ?? ((m) => console.warn(`sessionq: ${m}`));
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
+    this.producer = kafka.producer(PRODUCER_CONFIG);
     this.consumer = kafka.consumer({ groupId: `sessionq-host-${randomUUID()}`, allowAutoTopicCreation: false });
     this.admin = kafka.admin();
   }
@@ -163,7 +163,7 @@ export class SessionqClient {
     if (size > MAX_REQUEST_BYTES) {
       return localError(id, "INVALID_ARGS", `invalid arguments: the request is ${size} bytes; the maximum is ${MAX_REQUEST_BYTES}`);
     }
-    const key = options.routingKey ?? workspace ?? `session:${options.sessionId}`;
+    const key = options.routingKey ?? routingKey({ id: options.sessionId, cwd: workspace });
     const answered = new Promise<Reply>((resolve) => this.pending.set(id, { resolve }));
     const signal = options.signal;
     let timer: NodeJS.Timeout | undefined;

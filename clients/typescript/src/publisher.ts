@@ -6,11 +6,10 @@
  * Re-publishing from an earlier seq is harmless (the indexer drops what it has).
  */
 import type { Kafka, Producer } from "kafkajs";
-import { Partitioners } from "kafkajs";
 import { watch } from "node:fs";
 import { stat } from "node:fs/promises";
 import { LogRejectedError, logText, parseLog, type LogEvent } from "./logs.js";
-import { routingKey } from "./routing.js";
+import { PRODUCER_CONFIG, routingKey } from "./routing.js";
 
 export const MAX_RECORD_BYTES = 900 * 1024; // under the brokers' default 1 MiB
 export const MAX_RECORD_EVENTS = 500;
@@ -41,11 +40,7 @@ export class Publisher {
   private started = false;
 
   constructor(kafka: Kafka, readonly topic: string = EVENTS_TOPIC) {
-    this.producer = kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
+    this.producer = kafka.producer(PRODUCER_CONFIG);
   }
 
   async start(): Promise<void> {
@@ -133,6 +128,7 @@ export class Publisher {
    * (or every `pollMs`) publishes the new complete lines. Returns the last state.
    */
   async followLog(path: string, options: { signal: AbortSignal; pollMs?: number; onPublished?: (log: PublishedLog) => void }): Promise<PublishedLog> {
+    let size = (await stat(path)).size; // what was read: a later change is read again
     let text = await logText(path);
     const first = parseLog(path, text);
     const header = first.header as { id: string; createdAt: number; cwd?: string };
@@ -142,7 +138,6 @@ export class Publisher {
     let state = { header: first.header, nextSeq: first.events.length, offset: first.consumed, line: lineCount(text, 0, first.consumed) };
     let current: PublishedLog = { path, sessionId: header.id, routingKey: key, lastSeq: state.nextSeq - 1, records };
     options.onPublished?.(current);
-    let size = Buffer.byteLength(text); // what was read, not what the file holds by now
     let wake: (() => void) | null = null;
     const watcher = watch(path, () => wake?.());
     const stop = () => wake?.();
@@ -155,9 +150,10 @@ export class Publisher {
         });
         wake = null;
         if (options.signal.aborted) break;
-        if ((await stat(path)).size === size) continue;
+        const now = (await stat(path)).size; // of the file, compressed or not
+        if (now === size) continue;
+        size = now;
         text = await logText(path);
-        size = Buffer.byteLength(text);
         const more = parseLog(path, text, state);
         if (more.events.length === 0) continue;
         records += await this.events(header.id, key, more.events);

@@ -6,7 +6,7 @@
  * (`SESSIONQ_MISROUTED` otherwise, on partitioned nodes); kafkajs's DefaultPartitioner is
  * that one.
  */
-import { Partitioners } from "kafkajs";
+import { Partitioners, type ProducerConfig } from "kafkajs";
 
 export interface SessionHeader {
   version: number;
@@ -20,6 +20,13 @@ export interface SessionHeader {
 export function routingKey(header: { id: string; cwd?: string | null }): string {
   return typeof header.cwd === "string" ? header.cwd : `session:${header.id}`;
 }
+
+/** Every producer of this package: idempotent, in order, placed by the Java partitioner. */
+export const PRODUCER_CONFIG: ProducerConfig = {
+  idempotent: true,
+  maxInFlightRequests: 1,
+  createPartitioner: Partitioners.DefaultPartitioner,
+};
 
 const partitioner = Partitioners.DefaultPartitioner();
 

@@ -1,6 +1,6 @@
 /**
  * The TypeScript host against a real broker and the real Python indexer and workers
- * (driven by tests/host_ts/test_typescript_host.py, which starts the broker and the
+ * (driven by tests/clients/test_typescript_host.py, which starts the broker and the
  * indexer, computes the expected answers with `sessionq call --data`, and writes the
  * config this reads from $SESSIONQ_TS_E2E). This side starts and kills the workers.
  */
