@@ -41,6 +41,7 @@ ASSETS: Final = {
     "picker.js": "text/javascript",
     "exporter.js": "text/javascript",
     "usage.js": "text/javascript",
+    "dom.js": "text/javascript",
 }
 CONTENT_SECURITY_POLICY: Final = "; ".join(
     [

@@ -142,6 +142,7 @@ function route() {
 }
 
 // ---- start ----------------------------------------------------------------------------
+// The lists again; true when it also routed (a first caller was chosen).
 async function reloadAll() {
   const problem = await loadCandidates();
   if (!ctx.callerId) {
@@ -149,12 +150,13 @@ async function reloadAll() {
     if (first) {
       await setCaller(first.id, false);
       route();
-    } else {
-      showCaller(problem);
+      return true;
     }
-    return;
+    showCaller(problem);
+    return false;
   }
   await loadWorkspace();
+  return false;
 }
 
 async function start() {
@@ -166,7 +168,7 @@ async function start() {
     token.set($("token").value);
     $("auth-banner").hidden = true;
     playground.loadDescriptions();
-    reloadAll().then(route);
+    reloadAll().then((routed) => { if (!routed) route(); });
   });
   onUnauthorized(() => { $("auth-banner").hidden = false; });
   $("caller-form").addEventListener("submit", (e) => e.preventDefault());
@@ -188,8 +190,13 @@ async function start() {
   playground.fillExample(ctx);
   playground.loadDescriptions();
   // The first status answer matters only when the store had no session when the page
-  // asked for callers (an initial ingest still running); later changes reload the lists.
-  watchStatus((first) => { if (!first || !ctx.callerId) reloadAll(); });
+  // asked for callers (an initial ingest still running), so it waits for that first
+  // listing, which chooses the caller; later changes reload the lists.
+  let listed = null;
+  watchStatus(async (first) => {
+    if (first) await listed;
+    if (!first || !ctx.callerId) reloadAll();
+  });
   route();
 
   const requested = new URLSearchParams(location.search).get("caller") || "";
@@ -200,7 +207,8 @@ async function start() {
     $("caller").value = requested;
     route();
   }
-  const problem = await loadCandidates();
+  listed = loadCandidates();
+  const problem = await listed;
   const id = requested || (ctx.candidates[0] ? ctx.candidates[0].id : "");
   if (!id) {
     showCaller(problem);

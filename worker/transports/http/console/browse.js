@@ -4,6 +4,7 @@
 // Every answer is shown with links (links.js); every string is set as text.
 
 import { callTool } from "./api.js";
+import { el, sessionLink } from "./dom.js";
 import { markTerms } from "./highlight.js";
 import { renderAnswer, sessionHref } from "./links.js";
 import { showTranscript } from "./transcript.js";
@@ -20,13 +21,6 @@ let eventsGeneration = 0;
 let traceGeneration = 0; // the lineage asked for shownSession: a later route to it asks nothing
 let shownSession = null; // the session whose facts and lineage the detail pane shows
 let shownWindow = null; // {id, center, start, end} of the events panel
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 const isoTime = (ms) => (typeof ms === "number" ? new Date(ms).toISOString() : "");
 
@@ -110,13 +104,6 @@ function fact(dl, name, ...value) {
   dl.append(el("dt", "", name), dd);
 }
 
-function link(id, text) {
-  const a = el("a", "", text || id);
-  a.href = sessionHref(id);
-  a.dataset.session = id;
-  return a;
-}
-
 function renderFacts(ctx, id) {
   const s = ctx.byId.get(id) || null;
   $("detail-title").textContent = s ? s.title || "untitled" : id;
@@ -134,11 +121,11 @@ function renderFacts(ctx, id) {
   fact(dl, "Availability", s.live ? "live, persisted" : "persisted");
   fact(dl, "Workspace", s.cwd || "none (only its own log is readable)");
   if (!s.parent) fact(dl, "Parent", "none (a root session)");
-  else if (ctx.byId.has(s.parent)) fact(dl, "Parent", link(s.parent, ctx.byId.get(s.parent).title || s.parent));
+  else if (ctx.byId.has(s.parent)) fact(dl, "Parent", sessionLink(s.parent, ctx.byId.get(s.parent).title || s.parent));
   else fact(dl, "Parent", s.parent);
   const kids = ctx.sessions.filter((k) => k.parent === id);
   const nodes = [];
-  kids.forEach((k, i) => { if (i) nodes.push(", "); nodes.push(link(k.id, k.title || k.id)); });
+  kids.forEach((k, i) => { if (i) nodes.push(", "); nodes.push(sessionLink(k.id, k.title || k.id)); });
   fact(dl, "Children", ...(nodes.length ? nodes : ["none"]));
   if (typeof s.last_seq === "number") fact(dl, "Events", `${s.last_seq + 1} (seq 0–${s.last_seq})`);
 }

@@ -49,6 +49,37 @@ function searchField(line, next) {
   return -1;
 }
 
+// The hits of a session_search answer, its fields read in their order as the links read
+// them: [{id, title, seq, snippet}] in rank order.
+export function searchHits(text) {
+  const hits = [];
+  let hit = null;
+  let next = 0;
+  for (const line of String(text).split("\n")) {
+    const head = /^\d+\. Session (.+?) — (.*)$/.exec(line);
+    if (head) {
+      hit = { id: head[1], title: head[2], seq: null, snippet: "" };
+      hits.push(hit);
+      next = 0;
+      continue;
+    }
+    if (hit === null) continue;
+    const k = searchField(line, next);
+    if (k < 0) continue;
+    next = k + 1;
+    const value = line.slice(SEARCH_FIELDS[k].length + 5);
+    if (SEARCH_FIELDS[k] === "Best match") {
+      const m = /^seq (\d+) \| /.exec(value);
+      if (m) hit.seq = Number(m[1]);
+    }
+    if (SEARCH_FIELDS[k] === "Snippet") {
+      hit.snippet = value;
+      hit = null;
+    }
+  }
+  return hits;
+}
+
 // The id of a `Session <id> — <title>` first line (the requested target when it fits).
 function headerId(line, target) {
   if (target && line.startsWith(`Session ${target} — `)) return target;

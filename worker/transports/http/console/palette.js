@@ -5,32 +5,13 @@
 
 import { callTool } from "./api.js";
 import { markTerms } from "./highlight.js";
-import { transcriptHref } from "./links.js";
+import { searchHits, transcriptHref } from "./links.js";
 
 const $ = (id) => document.getElementById(id);
 const DELAY_MS = 200;
 
 let generation = 0;
 let timer = null;
-
-// The hits of a session_search answer: [{id, title, seq, snippet}] in rank order.
-export function searchHits(text) {
-  const hits = [];
-  let hit = null;
-  for (const line of String(text).split("\n")) {
-    const start = /^\d+\. Session (.+?) — (.*)$/.exec(line);
-    if (start) {
-      hit = { id: start[1], title: start[2], seq: null, snippet: "" };
-      hits.push(hit);
-      continue;
-    }
-    if (!hit) continue;
-    const best = /^ {3}Best match: seq (\d+) \|/.exec(line);
-    if (best && hit.seq === null) hit.seq = Number(best[1]);
-    else if (line.startsWith("   Snippet: ") && !hit.snippet) hit.snippet = line.slice(12);
-  }
-  return hits;
-}
 
 function options() { return [...$("palette-results").querySelectorAll("[role=option]")]; }
 

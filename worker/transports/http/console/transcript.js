@@ -5,7 +5,8 @@
 // first paint needs one page, whatever the session's length.
 
 import { getJSON, httpError } from "./api.js";
-import { eventHref, sessionHref, transcriptHref } from "./links.js";
+import { el, sessionLink } from "./dom.js";
+import { eventHref } from "./links.js";
 import { appendTree } from "./markdown.js";
 import { timeElement } from "./when.js";
 
@@ -16,13 +17,6 @@ const MARGIN_PX = 600; // the next page is asked for this far before the end sho
 
 let generation = 0;
 let shown = null; // {id, first, next, after, before, observer}: after/before = a page on its way
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function seqLink(id, seq) {
   const a = el("a", "seq", `#${seq}`);
@@ -88,10 +82,8 @@ function toolBlock(block, id) {
   d.append(el("div", "tool-output"));
   if (block.result) fill(block.result, d, id);
   if (block.child) {
-    const a = el("a", "child-link", `Subagent: ${block.child.title || block.child.id} →`);
-    a.href = transcriptHref(block.child.id);
-    a.dataset.session = block.child.id;
-    summary.append(a);
+    summary.append(
+      sessionLink(block.child.id, `Subagent: ${block.child.title || block.child.id} →`, "child-link"));
   }
   return d;
 }
@@ -168,18 +160,12 @@ function renderFacts(facts) {
   add(facts.cwd || "no workspace");
   if (facts.parent === "[outside workspace]") add("parent outside the workspace");
   else if (facts.parent) {
-    const a = el("a", "parent-link", `↑ ${facts.parent_title || facts.parent}`);
-    a.href = transcriptHref(facts.parent);
-    a.dataset.session = facts.parent;
-    add("parent ", a);
+    add("parent ", sessionLink(facts.parent, `↑ ${facts.parent_title || facts.parent}`, "parent-link"));
   }
   const kids = $("transcript-children");
   kids.replaceChildren(...facts.children.map((c) => {
     const li = el("li");
-    const a = el("a", "", c.title || c.id);
-    a.href = transcriptHref(c.id);
-    a.dataset.session = c.id;
-    li.append(a, " ", el("span", "meta", c.source_agent || "dsh"), " ", timeElement(c.created_at));
+    li.append(sessionLink(c.id, c.title || c.id), " ", el("span", "meta", c.source_agent || "dsh"), " ", timeElement(c.created_at));
     return li;
   }));
   $("transcript-children-box").hidden = facts.children.length === 0;

@@ -3,6 +3,7 @@
 // tools' workspace rule, the newest 500 at most), so it shows nothing the tools would not.
 // Token counts are not kept in the store, so none are shown.
 
+import { el } from "./dom.js";
 import { localTime } from "./when.js";
 
 const $ = (id) => document.getElementById(id);
@@ -26,12 +27,6 @@ export function tally(sessions, keyOf) {
   return [...rows.values()];
 }
 
-function cell(tag, text) {
-  const c = document.createElement(tag);
-  c.textContent = text;
-  return c;
-}
-
 function fill(body, rows) {
   const most = Math.max(1, ...rows.map((r) => r.events));
   body.replaceChildren(...rows.map((r) => {
@@ -44,10 +39,10 @@ function fill(body, rows) {
     share.title = `${fmt(r.events)} events`;
     const bar = document.createElement("td");
     bar.append(share);
-    const head = cell("th", r.key);
+    const head = el("th", "", r.key);
     head.scope = "row";
-    tr.append(head, cell("td", fmt(r.sessions)), cell("td", fmt(r.subagents)),
-      cell("td", fmt(r.events)), bar);
+    tr.append(head, el("td", "", fmt(r.sessions)), el("td", "", fmt(r.subagents)),
+      el("td", "", fmt(r.events)), bar);
     return tr;
   }));
 }
