@@ -12,6 +12,7 @@ route added later cannot skip the guard: the guard wraps the table, not the rout
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -22,10 +23,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from worker.webguard.admit import Admission
 
-__all__ = ["Guarded", "Handler", "Routes", "error_reply", "json_reply"]
+__all__ = ["Guarded", "Handler", "Routes", "ascii_int", "error_reply", "json_reply"]
 
 JSON_TYPE: Final = "application/json; charset=utf-8"
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+_ASCII_INT: Final = re.compile(r"[0-9]{1,16}")
+
+
+def ascii_int(text: str) -> int | None:
+    """``text`` as a non-negative integer of 1 to 16 ASCII digits, else None
+    (``str.isdigit`` takes ``²`` and ``٣``, which ``int`` then refuses or reads)."""
+    return int(text) if _ASCII_INT.fullmatch(text) else None
 
 
 def json_reply(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -44,7 +54,7 @@ def error_reply(
 class Routes:
     """An ASGI app answering exact ``(method, path)`` routes, and ``prefixes`` whose
     handler takes every path under it. HEAD is answered as GET. Anything else is a JSON
-    404 or 405; a lifespan is acknowledged (nothing to start)."""
+    404 or 405."""
 
     def __init__(
         self,
@@ -74,24 +84,11 @@ class Routes:
         return error_reply(404, "NOT_FOUND", "nothing is served at this path")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
+        if scope["type"] != "http":  # served without a lifespan (``HttpServer.start``)
             return
         found = self._handler(scope["method"], scope["path"])
         response = found if isinstance(found, Response) else await found(Request(scope, receive))
         await response(scope, receive, send)
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 class Guarded:
@@ -170,8 +167,8 @@ async def _bounded_body(headers: Mapping[str, str], receive: Receive, bound: int
     """The whole body, or None as soon as it is known to exceed ``bound``; ``_Gone`` when
     the client disconnects first (a body cut short is never taken for a whole one). How
     long it may take is the server's bound (``worker.web.heads.BODY_TIMEOUT_S``)."""
-    declared = headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > bound:
+    declared = ascii_int(headers.get("content-length", ""))
+    if declared is not None and declared > bound:
         return None
     chunks: list[bytes] = []
     size = 0

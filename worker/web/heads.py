@@ -1,11 +1,10 @@
-"""The bounds on a request, whichever parser uvicorn uses: its head's size, and the time
-its head and its body may take.
+"""The bounds on a request under uvicorn's httptools parser (the one every port uses:
+``BoundedHeads``): its head's size, and the time its head and its body may take.
 
-h11 bounds the size (``h11_max_incomplete_event_size``). llhttp, under httptools, does
-not — Node applies its own — and httptools accumulates a header line until it ends, so a
-client could send one endless header line. ``BoundedHeads`` counts the bytes a
-connection sends while a request's head is open and answers 431 and closes once they
-pass ``MAX_HEAD_BYTES``.
+llhttp, under httptools, does not bound a head's size — Node applies its own — and
+httptools accumulates a header line until it ends, so a client could send one endless
+header line. ``BoundedHeads`` counts the bytes a connection sends while a request's head
+is open and answers 431 and closes once they pass ``MAX_HEAD_BYTES``.
 
 Neither bounds the time: uvicorn times a connection out only between requests, after a
 response, and any byte that arrives cancels that timer. So a client that connects and
@@ -29,7 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from typing import Any, Final
+from typing import Final
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 HEAD_TIMEOUT_S = 30.0
 """The longest a request's head may take to arrive (read when its timer is armed)."""
@@ -40,7 +41,7 @@ WRITE_TIMEOUT_S = 30.0
 MAX_PIPELINED: Final = 16
 """Requests a connection may send ahead of their replies (uvicorn queues each one)."""
 MAX_HEAD_BYTES: Final = 16 * 1024
-"""h11's default; far above what any client of these ports sends (a bearer token, an
+"""h11's default size; far above what any client of these ports sends (a bearer token, an
 MCP session id)."""
 _TOO_LARGE_TEXT: Final = f"request head exceeds {MAX_HEAD_BYTES} bytes".encode()
 _TOO_LARGE: Final = (
@@ -52,92 +53,82 @@ _TOO_LARGE: Final = (
 )
 
 
-def protocol_class() -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol: httptools' with the head bound, else h11's (bounded by
-    its own setting, which ``worker.web.server`` gives)."""
-    try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-    except ImportError:  # httptools is not installed
-        from uvicorn.protocols.http.h11_impl import H11Protocol
+class BoundedHeads(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the bounds of the module docstring."""
 
-        return H11Protocol
+    _head_open = True  # between a message's end (or the connection's start) and a head
+    _head_bytes = 0
+    _message_timer: asyncio.TimerHandle | None = None
+    _write_timer: asyncio.TimerHandle | None = None
 
-    class BoundedHeads(HttpToolsProtocol):
-        _head_open = True  # between a message's end (or the connection's start) and a head
-        _head_bytes = 0
-        _message_timer: asyncio.TimerHandle | None = None
-        _write_timer: asyncio.TimerHandle | None = None
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        no_delay(transport)
+        super().connection_made(transport)
+        self._time(HEAD_TIMEOUT_S)
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            no_delay(transport)
-            super().connection_made(transport)
-            self._time(HEAD_TIMEOUT_S)
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._untime()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+        super().connection_lost(exc)
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._untime()
-            if self._write_timer is not None:
-                self._write_timer.cancel()
-                self._write_timer = None
-            super().connection_lost(exc)
+    def _time(self, seconds: float) -> None:
+        """The current part of the message must arrive within ``seconds``."""
+        self._untime()
+        self._message_timer = self.loop.call_later(seconds, self._close)
 
-        def _time(self, seconds: float) -> None:
-            """The current part of the message must arrive within ``seconds``."""
-            self._untime()
-            self._message_timer = self.loop.call_later(seconds, self._close)
+    def _untime(self) -> None:
+        if self._message_timer is not None:
+            self._message_timer.cancel()
+            self._message_timer = None
 
-        def _untime(self) -> None:
-            if self._message_timer is not None:
-                self._message_timer.cancel()
-                self._message_timer = None
+    def _close(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.close()
 
-        def _close(self) -> None:
-            if not self.transport.is_closing():
-                self.transport.close()
+    def data_received(self, data: bytes) -> None:
+        if self._head_open:
+            self._head_bytes += len(data)
+            if self._message_timer is None:  # a head begins
+                self._time(HEAD_TIMEOUT_S)
+        super().data_received(data)
+        if (
+            self._head_open
+            and self._head_bytes > MAX_HEAD_BYTES
+            and not self.transport.is_closing()
+        ):
+            self.transport.write(_TOO_LARGE)
+            self.transport.close()
 
-        def data_received(self, data: bytes) -> None:
-            if self._head_open:
-                self._head_bytes += len(data)
-                if self._message_timer is None:  # a head begins
-                    self._time(HEAD_TIMEOUT_S)
-            super().data_received(data)
-            if (
-                self._head_open
-                and self._head_bytes > MAX_HEAD_BYTES
-                and not self.transport.is_closing()
-            ):
-                self.transport.write(_TOO_LARGE)
-                self.transport.close()
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._head_open:  # a chunked trailer: after the guard, so never
+            self._close()
+            return
+        super().on_header(name, value)
 
-        def on_header(self, name: bytes, value: bytes) -> None:
-            if not self._head_open:  # a chunked trailer: after the guard, so never
-                self._close()
-                return
-            super().on_header(name, value)
+    def on_headers_complete(self) -> None:
+        self._head_open = False
+        self._time(BODY_TIMEOUT_S)
+        super().on_headers_complete()
+        if len(self.pipeline) > MAX_PIPELINED:
+            self._close()
 
-        def on_headers_complete(self) -> None:
-            self._head_open = False
-            self._time(BODY_TIMEOUT_S)
-            super().on_headers_complete()
-            if len(self.pipeline) > MAX_PIPELINED:
-                self._close()
+    def on_message_complete(self) -> None:
+        self._untime()  # between requests, uvicorn's keep-alive timer
+        super().on_message_complete()
+        self._head_open, self._head_bytes = True, 0
 
-        def on_message_complete(self) -> None:
-            self._untime()  # between requests, uvicorn's keep-alive timer
-            super().on_message_complete()
-            self._head_open, self._head_bytes = True, 0
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_timer is None:  # abort: closing would wait for the unread bytes
+            self._write_timer = self.loop.call_later(WRITE_TIMEOUT_S, self.transport.abort)
 
-        def pause_writing(self) -> None:
-            super().pause_writing()
-            if self._write_timer is None:  # abort: closing would wait for the unread bytes
-                self._write_timer = self.loop.call_later(WRITE_TIMEOUT_S, self.transport.abort)
-
-        def resume_writing(self) -> None:
-            if self._write_timer is not None:
-                self._write_timer.cancel()
-                self._write_timer = None
-            super().resume_writing()
-
-    return BoundedHeads
+    def resume_writing(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+        super().resume_writing()
 
 
 def no_delay(transport: asyncio.BaseTransport) -> None:
@@ -149,8 +140,3 @@ def no_delay(transport: asyncio.BaseTransport) -> None:
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def h11_bound() -> dict[str, Any]:
-    """The ``uvicorn.Config`` setting that bounds h11's heads the same way."""
-    return {"h11_max_incomplete_event_size": MAX_HEAD_BYTES}

@@ -1,7 +1,7 @@
 """The one HTTP server of every port: uvicorn on a socket bound already (at the door,
 ``worker.cli.door``), serving an ASGI app behind ``worker.web.asgi.Guarded``.
 
-uvicorn parses HTTP with httptools (llhttp, in C) when it is installed, else with h11;
+uvicorn parses HTTP with httptools (llhttp, in C; ``worker.web.heads.BoundedHeads``);
 the loop is the process's own (uvloop in the long-running roles). Its main loop is not
 run: it only wakes ten times a second to refresh a ``Date`` header and poll for exit,
 and an idle server here costs nothing — so replies carry no ``Date`` (optional for a
@@ -22,7 +22,7 @@ from typing import Final
 import uvicorn
 from starlette.types import ASGIApp
 
-from worker.web.heads import h11_bound, protocol_class
+from worker.web.heads import BoundedHeads
 
 IDLE_S: Final = 75
 GRACEFUL_S: Final = 2
@@ -56,7 +56,7 @@ class HttpServer:
         """Start serving; ``lifespan``: the app has one to run (the MCP SDK's)."""
         config = uvicorn.Config(
             app,
-            http=protocol_class(),
+            http=BoundedHeads,
             loop="none",
             lifespan="on" if lifespan else "off",
             log_config=None,
@@ -69,7 +69,6 @@ class HttpServer:
             server_header=False,
             proxy_headers=False,  # no client may rewrite its own address or scheme
             ws="none",  # no port speaks WebSocket: an upgrade is answered as plain HTTP
-            **h11_bound(),
         )
         config.load()
         server = _Server(config)

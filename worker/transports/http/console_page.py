@@ -16,6 +16,7 @@ they are the same public files in every installation.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from typing import Final
 
@@ -69,7 +70,9 @@ def is_asset_path(path: str) -> bool:
     return path.startswith(ASSET_PREFIX) and path[len(ASSET_PREFIX) :] in ASSETS
 
 
+@functools.cache
 def _read(name: str) -> str:
+    """A page file's text, read once per process (a new version is a new process)."""
     files = resources.files("worker.transports.http.console")
     return files.joinpath(name).read_text(encoding="utf-8")
 

@@ -31,7 +31,7 @@ from worker.contract.errors import HarnessError
 from worker.reader.pages import PAGE_EVENTS, Reader
 from worker.tools.access import resolve_caller
 from worker.transports.http.console_api import caller_of
-from worker.web.asgi import Handler, error_reply, json_reply
+from worker.web.asgi import Handler, ascii_int, error_reply, json_reply
 
 __all__ = ["MAX_READS", "MAX_WAITING", "ReaderApi"]
 
@@ -43,18 +43,18 @@ _STATUS: Final = {  # a foreign session is answered as a missing one
     ErrorCode.INVALID_WINDOW: 400,
 }
 _FILE_NAME: Final = re.compile(r"[^A-Za-z0-9._-]")
-_DIGITS: Final = re.compile(r"[0-9]{1,16}")
 T = TypeVar("T")
 
 
 def _number(request: Request, name: str, default: int, top: int) -> int | Response:
-    """``?name=`` as ASCII digits (``str.isdigit`` takes ``²`` and ``٣``) within 0..top."""
+    """``?name=`` as ASCII digits (``ascii_int``) within 0..top."""
     text = request.query_params.get(name)
     if text is None or text == "":
         return default
-    if not _DIGITS.fullmatch(text) or int(text) > top:
+    value = ascii_int(text)
+    if value is None or value > top:
         return error_reply(400, "BAD_REQUEST", f"{name} must be an integer from 0 to {top}")
-    return int(text)
+    return value
 
 
 class ReaderApi:
