@@ -30,6 +30,7 @@ from worker.tools.access import (
     authorize_session_ids,
     authorize_target,
     record_authorized,
+    visible_titles,
 )
 from worker.tools.render import shown_parent
 
@@ -122,8 +123,10 @@ class Reader:
         return [r for r in records if record_authorized(r, self.caller)]
 
     def _titles(self, ids: list[str]) -> dict[str, str | None]:
-        observed = self._call("titles", lambda: self.service.read_title_snapshots(ids))
-        return {t.session_id: t.title.title if t.title else None for t in observed}
+        titles: dict[str, str | None] = self._call(
+            "titles", lambda: visible_titles(self.service, ids, self.caller)
+        )
+        return titles
 
     def _children(self, session_id: str) -> list[SessionRecord]:
         """The session's children the caller may see, oldest first."""
@@ -135,8 +138,12 @@ class Reader:
         shown = [r for r in records if record_authorized(r, self.caller)]
         return sorted(shown, key=lambda r: r.header.created_at)
 
-    def _facts(self, header: SessionHeader, last_seq: int) -> dict[str, Any]:
-        children = self._children(header.id)
+    def _facts(
+        self, header: SessionHeader, last_seq: int, *, with_children: bool = True
+    ) -> dict[str, Any]:
+        """The session's facts as a page shows them; an export's heading shows no
+        children, so it looks none up."""
+        children = self._children(header.id) if with_children else []
         parent = header.parent_session
         shown = authorize_session_ids(
             self.service, self.caller, [parent] if parent else [], self.token
@@ -203,7 +210,8 @@ class Reader:
                 count = min(RANGE_MAX, EXPORT_MAX_EVENTS - events)
                 page = self._page(sid, first, count, authorized=True)
                 if part is None:
-                    part = SessionExport(self._facts(page.header, page.last_seq), depth)
+                    facts = self._facts(page.header, page.last_seq, with_children=False)
+                    part = SessionExport(facts, depth)
                     parts.append(part)
                 for block in page.blocks:
                     text = block.get("text") if block["kind"] in _MARKDOWN_KINDS else None

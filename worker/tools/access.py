@@ -56,9 +56,7 @@ def resolve_caller(service: QueryService, caller: Caller, token: CancelToken) ->
     """The caller's stored header; an unknown one is NOT_FOUND (no caller at all is the
     pipeline's MISSING_AGENT)."""
     session_id = caller.session_id
-    record = boundary.call(
-        token, "caller resolution", lambda: service.get_session(session_id)
-    )
+    record = boundary.call(token, "caller resolution", lambda: service.get_session(session_id))
     if record is None or record.header.id != session_id:
         raise HarnessError("session was not found", SESSION_NOT_FOUND)
     return ResolvedCaller(session_id, record.header, caller.step_seq)
@@ -146,6 +144,20 @@ def _unavailable(error: object) -> TitleView:
     if sanitized.code == UNAUTHORIZED:
         raise unauthorized()
     return TitleView("untitled", sanitized.code)
+
+
+def visible_titles(
+    service: QueryService, ids: Sequence[str], caller: ResolvedCaller | None
+) -> dict[str, str | None]:
+    """Titles by id (None: untitled) of the sessions whose observed header ``caller`` may
+    see (any, without a caller: the console's list of callers). A session that left the
+    caller's workspace between a listing and this read is left out, as the tools'
+    re-check would refuse it; the console shows it untitled instead of failing."""
+    return {
+        t.session_id: t.title.title if t.title else None
+        for t in service.read_title_snapshots(ids)
+        if t.header is not None and (caller is None or header_authorized(t.header, caller))
+    }
 
 
 def read_titles(

@@ -20,7 +20,6 @@ read the records, then their titles and step positions in one thread hop.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -38,15 +37,14 @@ from worker.tools.access import (
     Caller,
     ResolvedCaller,
     authorize_session_ids,
-    header_authorized,
     record_authorized,
     resolve_caller,
+    visible_titles,
 )
 from worker.tools.render import shown_parent
-from worker.web.asgi import Handler, error_reply, json_reply
+from worker.web.asgi import Handler, ascii_int, error_reply, json_reply
 
 MAX_CALLERS: Final = 200
-_DIGITS: Final = re.compile(r"[0-9]{1,16}")
 MAX_LISTED_SESSIONS: Final = 500
 
 
@@ -59,9 +57,10 @@ def caller_of(request: Request) -> Caller | Response:
     step_text = request.query_params.get("step_seq")
     if step_text is None or step_text == "":
         return Caller(session_id)
-    if not _DIGITS.fullmatch(step_text):  # ASCII: str.isdigit takes "²" and "٣"
+    step_seq = ascii_int(step_text)
+    if step_seq is None:
         return error_reply(400, "BAD_REQUEST", "step_seq must be a non-negative integer")
-    return Caller(session_id, int(step_text))
+    return Caller(session_id, step_seq)
 
 
 class ConsoleApi:
@@ -162,13 +161,7 @@ class ConsoleApi:
 
     # ---- reads (in a worker thread) ---------------------------------------------------------
     def _titles(self, ids: Sequence[str], caller: ResolvedCaller | None) -> dict[str, Any]:
-        """Titles by id (None: untitled or unreadable); with a caller, only of headers it
-        may see (the observation is re-checked, as the tools do)."""
-        return {
-            t.session_id: t.title.title if t.title else None
-            for t in self.service.read_title_snapshots(ids)
-            if t.header is not None and (caller is None or header_authorized(t.header, caller))
-        }
+        return visible_titles(self.service, ids, caller)
 
     def _titles_and_seqs(
         self, ids: Sequence[str], caller: ResolvedCaller
