@@ -26,13 +26,12 @@ def setting(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
 
 def setting_as(parser: argparse.ArgumentParser, flags: list[str], dest: str, **kwargs: Any) -> None:
     """A setting under short flags and its own (``--to`` = ``--snapshot-to``). Its help is
-    the setting's field description (``HELP``: written once, in the settings model; a
-    ``help`` given here only for a flag the command's model does not declare), then its
-    default, if it has one, and its variable."""
+    the setting's field description (``HELP``, ``HELP_OF``: written once, in the settings
+    model), then its default, if it has one, and its variable."""
     command = parser.prog.removeprefix("sessionq ")
     default = DEFAULTS.get(command, {}).get(dest)
     said = f"default: {default}; {env_name(dest)}" if default is not None else env_name(dest)
-    text = HELP_OF.get(command, {}).get(dest, HELP.get(dest)) or kwargs.get("help", "")
+    text = HELP_OF.get(command, {}).get(dest, HELP.get(dest, ""))
     kwargs["help"] = f"{text} ({said})".strip().replace("%", "%%")
     parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, **kwargs)
 
@@ -63,11 +62,11 @@ def redact_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def data(p: argparse.ArgumentParser, help: str = "data directory") -> None:
+def data(p: argparse.ArgumentParser) -> None:
     setting(p, "--data", type=Path)
 
 
-def bootstrap(p: argparse.ArgumentParser, help: str = "Kafka bootstrap address host:port") -> None:
+def bootstrap(p: argparse.ArgumentParser) -> None:
     """The broker address and how to connect to it (TLS, SASL); the SASL password is
     read from a file or ``SESSIONQ_SASL_PASSWORD``, never from the command line."""
     setting(p, "--bootstrap")

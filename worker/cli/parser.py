@@ -62,7 +62,7 @@ def _store_commands(sub: Subparsers) -> None:
     p.add_argument("tool", help=TOOLS)
     p.add_argument("arguments", help="the tool arguments as a JSON object")
     flags.data(p)
-    flags.bootstrap(p, "call through Kafka instead")
+    flags.bootstrap(p)
     p.add_argument("--caller", required=True, help="the trusted caller session id")
     flags.tool_limits(p)
     p.add_argument(
@@ -192,7 +192,7 @@ def _delete_command(sub: Subparsers) -> None:
     p = command(sub, "delete", "erase sessions (delete records, or a serve's admin API)")
     p.add_argument("session_ids", nargs="+", metavar="SESSION_ID", help="sessions to erase")
     flags.bootstrap(p)
-    flags.data(p, "a replica's data directory: finds each session's partition key")
+    flags.data(p)
     p.add_argument(
         "--workspace",
         default=None,
@@ -207,7 +207,7 @@ def _node_command(sub: Subparsers) -> None:
         sub, "node", "a partitioned node: index and answer the partitions the group gives it"
     )
     flags.bootstrap(p)
-    flags.data(p, "data directory (one store per partition inside)")
+    flags.data(p)
     setting(p, "--group")
     setting(p, "--keyring", type=Path)
     setting(
@@ -249,10 +249,10 @@ def _node_command(sub: Subparsers) -> None:
 def _mcp_command(sub: Subparsers) -> None:
     p = command(sub, "mcp", "serve the five tools over MCP (stdio or Streamable HTTP)")
     setting(p, "--transport", choices=["stdio", "http"])
-    flags.data(p, "data directory (embedded store)")
+    flags.data(p)
     setting(p, "--sessions", nargs="+", type=Path)
     flags.log_format(p)
-    flags.bootstrap(p, "answer through a Kafka cluster instead")
+    flags.bootstrap(p)
     setting(p, "--listen")
     setting(p, "--token-file", type=Path)
     setting(p, "--watch", choices=["auto", "poll"])
