@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from indexer.model import SessionHeader
-from indexer.model.search import CwdFilter, ParentFilter, SessionFilter
+from indexer.model.search import ParentFilter
 from indexer.query.protocol import RANGE_MAX, QueryService
 from indexer.query.types import EventRange, SessionRecord
 from worker.contract import boundary
@@ -29,8 +29,8 @@ from worker.tools.access import (
     assert_observed,
     authorize_session_ids,
     authorize_target,
-    record_authorized,
     visible_titles,
+    workspace_records,
 )
 from worker.tools.render import shown_parent
 
@@ -113,15 +113,6 @@ class Reader:
             found.session, blocks, end if end < found.next_seq else None, found.next_seq - 1
         )
 
-    def _workspace(self) -> list[SessionRecord]:
-        cwd = self.caller.header.cwd
-        if cwd is None:
-            return []
-        records = self._call(
-            "workspace listing", lambda: self.service.filter_sessions([CwdFilter((cwd,))])
-        )
-        return [r for r in records if record_authorized(r, self.caller)]
-
     def _titles(self, ids: list[str]) -> dict[str, str | None]:
         titles: dict[str, str | None] = self._call(
             "titles", lambda: visible_titles(self.service, ids, self.caller)
@@ -130,12 +121,8 @@ class Reader:
 
     def _children(self, session_id: str) -> list[SessionRecord]:
         """The session's children the caller may see, oldest first."""
-        cwd = self.caller.header.cwd
-        if cwd is None:
-            return []
-        filters: list[SessionFilter] = [CwdFilter((cwd,)), ParentFilter((session_id,))]
-        records = self._call("children", lambda: self.service.filter_sessions(filters))
-        shown = [r for r in records if record_authorized(r, self.caller)]
+        parent = ParentFilter((session_id,))
+        shown = workspace_records(self.service, self.caller, self.token, parent, what="children")
         return sorted(shown, key=lambda r: r.header.created_at)
 
     def _facts(
@@ -188,7 +175,7 @@ class Reader:
         order), at most ``EXPORT_MAX_SESSIONS`` sessions, ``EXPORT_MAX_EVENTS`` events
         and ``EXPORT_MAX_CHARS`` characters; a note says where it stopped."""
         authorize_target(self.service, self.caller, session_id, self.token)
-        workspace = self._workspace() if subtree else []
+        workspace = workspace_records(self.service, self.caller, self.token) if subtree else []
         kids: dict[str, list[SessionRecord]] = {}
         for r in sorted(workspace, key=lambda r: r.header.created_at):
             if r.header.parent_session:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from indexer.model import SessionHeader
-from indexer.model.search import CwdFilter, IdFilter
+from indexer.model.search import CwdFilter, IdFilter, SessionFilter
 from indexer.query.protocol import QueryService
 from indexer.query.types import SessionRecord
 from worker.contract import boundary
@@ -144,6 +144,23 @@ def _unavailable(error: object) -> TitleView:
     if sanitized.code == UNAUTHORIZED:
         raise unauthorized()
     return TitleView("untitled", sanitized.code)
+
+
+def workspace_records(
+    service: QueryService,
+    caller: ResolvedCaller,
+    token: CancelToken,
+    *narrower: SessionFilter,
+    what: str = "workspace listing",
+) -> list[SessionRecord]:
+    """The sessions of the caller's workspace it may see, narrowed by ``narrower`` (none
+    without a workspace); read under ``token`` as ``what``."""
+    cwd = caller.header.cwd
+    if cwd is None:
+        return []
+    filters: list[SessionFilter] = [CwdFilter((cwd,)), *narrower]
+    records = boundary.call(token, what, lambda: service.filter_sessions(filters))
+    return [r for r in records if record_authorized(r, caller)]
 
 
 def visible_titles(

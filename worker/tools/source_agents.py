@@ -22,12 +22,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from indexer.model.search import CwdFilter
 from indexer.query.protocol import QueryService
-from worker.contract import boundary
 from worker.contract.deadline import CancelToken
 from worker.contract.errors import HarnessError
-from worker.tools.access import Caller, ResolvedCaller, record_authorized, resolve_caller
+from worker.tools.access import Caller, ResolvedCaller, resolve_caller, workspace_records
 
 __all__ = [
     "EXTENSION_KEY",
@@ -117,17 +115,9 @@ def agent_session_ids(
     """The sessions of ``caller``'s workspace it may see whose source agent is one of
     ``agents`` (``session_search`` intersects its own filters with them, inside the call:
     under its deadline, its cancel and its admission); none is ``(NO_SESSION,)``."""
-    cwd = caller.header.cwd
-    if cwd is None:
-        return (NO_SESSION,)
-    records = boundary.call(
-        token, "workspace listing", lambda: service.filter_sessions([CwdFilter((cwd,))])
-    )
     wanted = set(agents)
-    ids = tuple(
-        r.header.id for r in records if r.header.agent in wanted and record_authorized(r, caller)
-    )
-    return ids or (NO_SESSION,)
+    records = workspace_records(service, caller, token)
+    return tuple(r.header.id for r in records if r.header.agent in wanted) or (NO_SESSION,)
 
 
 def narrowed_arguments(

@@ -26,7 +26,6 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import Response
 
-from indexer.model.search import CwdFilter
 from indexer.query.protocol import QueryService
 from indexer.query.types import SessionRecord
 from worker.contract import boundary
@@ -40,6 +39,7 @@ from worker.tools.access import (
     record_authorized,
     resolve_caller,
     visible_titles,
+    workspace_records,
 )
 from worker.tools.render import shown_parent
 from worker.web.asgi import Handler, ascii_int, error_reply, json_reply
@@ -103,23 +103,18 @@ class ConsoleApi:
         """The sessions the caller may see: the tools' workspace rule (same ``cwd``; a
         caller without one sees only itself)."""
         token = CancelToken()
-        cwd = caller.header.cwd
-        if cwd is None:
+        if caller.header.cwd is None:
             own = await boundary.in_thread(
                 lambda: boundary.call(
                     token, "caller session listing", lambda: self.service.get_session(caller.id)
                 )
             )
             records = [] if own is None else [own]
-        else:
-            records = await boundary.in_thread(
-                lambda: boundary.call(
-                    token,
-                    "workspace session listing",
-                    lambda: self.service.filter_sessions([CwdFilter((cwd,))]),
-                )
-            )
-        return [r for r in records if record_authorized(r, caller)][:MAX_LISTED_SESSIONS]
+            return [r for r in records if record_authorized(r, caller)]
+        records = await boundary.in_thread(
+            lambda: workspace_records(self.service, caller, token, what="workspace session listing")
+        )
+        return records[:MAX_LISTED_SESSIONS]
 
     async def _sessions_view(self, request: Request) -> Response:
         caller = caller_of(request)
